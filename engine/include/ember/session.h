@@ -1,0 +1,62 @@
+// ember::Session — load a model once, run it many times, from many threads at once.
+#pragma once
+
+#include <ember/profile.h>
+#include <ember/tensor.h>
+
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ember {
+
+struct SessionOptions {
+  std::string device = "cpu";  // "cpu", "cuda" or "cuda:N"
+  int num_threads = 0;         // intra-op threads per run; 0 = every core
+  bool optimize = true;        // run the graph passes (folding, fusion)
+};
+
+// A graph input or output as the model declares it. Symbolic dims ("batch") are kept
+// by name; unknown dims are "?".
+struct ValueDesc {
+  std::string name;
+  DType dtype = DType::Undefined;
+  std::vector<std::string> dims;
+};
+
+struct RunOptions {
+  Profile* profile = nullptr;  // when set, filled with one entry per executed node
+};
+
+class Session {
+ public:
+  explicit Session(const std::string& model_path, SessionOptions options = {});
+  ~Session();
+  Session(Session&&) noexcept;
+  Session& operator=(Session&&) noexcept;
+
+  const std::vector<ValueDesc>& inputs() const;
+  const std::vector<ValueDesc>& outputs() const;
+
+  // Inputs by name; returns the outputs in graph order. Thread-safe.
+  std::vector<Tensor> run(const std::vector<std::pair<std::string, Tensor>>& inputs,
+                          const RunOptions& run_options = {});
+  // Inputs and caller-allocated outputs, both in graph order. With outputs of the
+  // right shapes this path allocates nothing once the plan for these shapes exists.
+  void run(std::span<const Tensor> inputs, std::span<Tensor> outputs,
+           const RunOptions& run_options = {});
+  // The output shapes the graph produces for these inputs (plans them if needed).
+  std::vector<Shape> output_shapes(std::span<const Tensor> inputs);
+
+  // Human-readable plan for these inputs: devices, kernels, copies, arena offsets.
+  std::string explain(std::span<const Tensor> inputs);
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ember

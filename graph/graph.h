@@ -1,0 +1,63 @@
+// The intermediate representation: a Graph of Nodes joined by named Values.
+// Plain data, no protobuf; the loader fills it, passes rewrite it, the planner reads it.
+#pragma once
+
+#include "graph/attributes.h"
+
+#include <ember/tensor.h>
+
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+namespace ember {
+
+// One dimension as a model declares it: a number, a symbol ("batch"), or unknown.
+struct Dim {
+  int64_t value = -1;  // -1 when symbolic or unknown
+  std::string symbol;
+  bool known() const { return value >= 0; }
+};
+
+struct ValueInfo {
+  std::string name;
+  DType dtype = DType::Undefined;
+  std::vector<Dim> dims;
+  bool has_shape = false;  // false: rank unknown too
+};
+
+// Standard domain is "" (ONNX writes "ai.onnx" too; the loader maps it to "").
+struct Node {
+  std::string name;
+  std::string op_type;
+  std::string domain;
+  std::vector<std::string> inputs;   // "" marks an absent optional input
+  std::vector<std::string> outputs;  // "" marks an unused optional output
+  Attributes attributes;
+
+  // "Conv 'conv1'": how error messages and tables name a node.
+  std::string label() const;
+};
+
+struct Graph {
+  std::string name;
+  std::vector<Node> nodes;  // topologically sorted once loaded
+  std::vector<ValueInfo> inputs;
+  std::vector<ValueInfo> outputs;
+  std::unordered_map<std::string, ValueInfo> value_info;   // declared intermediates
+  std::unordered_map<std::string, Tensor> initializers;    // constant data by name
+  std::map<std::string, int64_t> opset_imports;             // domain -> version
+  std::string source;  // the file it came from, for messages
+
+  int64_t opset(const std::string& domain = "") const;
+  bool is_initializer(const std::string& value) const { return initializers.count(value) != 0; }
+};
+
+// Orders nodes so every value is produced before it is read. Raises ember::Error on a
+// cycle or on a value nobody produces (naming the node and the value). A subgraph
+// passes the names its enclosing graphs define as `outer_scope`.
+void topological_sort(Graph& graph, const std::unordered_set<std::string>& outer_scope = {});
+
+}  // namespace ember

@@ -1,0 +1,66 @@
+#include "graph/schema.h"
+
+#include <ember/error.h>
+
+#include <map>
+#include <utility>
+
+namespace ember {
+
+namespace {
+
+std::map<std::pair<std::string, std::string>, Schema>& schemas() {
+  static std::map<std::pair<std::string, std::string>, Schema> table;
+  return table;
+}
+
+}  // namespace
+
+const Schema* find_schema(const std::string& domain, const std::string& op_type) {
+  auto it = schemas().find({domain, op_type});
+  return it == schemas().end() ? nullptr : &it->second;
+}
+
+bool register_schema(Schema schema) {
+  auto key = std::make_pair(schema.domain, schema.op_type);
+  schemas()[key] = std::move(schema);
+  return true;
+}
+
+const TensorType& InferContext::input(size_t i) const {
+  if (!has_input(i)) fail("input " + std::to_string(i) + " is required but absent");
+  return inputs[i];
+}
+
+const Tensor& InferContext::value(size_t i) const {
+  if (!has_input(i)) fail("input " + std::to_string(i) + " is required but absent");
+  if (!values[i])
+    fail("input " + std::to_string(i) + " ('" + node.inputs[i] +
+         "') must be known before the run (a constant or computed from shapes), "
+         "but it depends on input data");
+  return *values[i];
+}
+
+void InferContext::fail(const std::string& message) const {
+  throw Error(node.label() + ": " + message);
+}
+
+std::vector<TensorType> infer_same_as_input0(const InferContext& ctx) {
+  return {ctx.input(0)};
+}
+
+Shape broadcast_shapes(const Shape& a, const Shape& b, const InferContext& ctx) {
+  const size_t rank = std::max(a.size(), b.size());
+  Shape out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    const int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    const int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da != db && da != 1 && db != 1)
+      ctx.fail("shapes " + shape_to_string(a) + " and " + shape_to_string(b) +
+               " cannot be broadcast together");
+    out[i] = da == 1 ? db : da;
+  }
+  return out;
+}
+
+}  // namespace ember

@@ -1,0 +1,74 @@
+#include "ops/evaluate.h"
+
+#include "ops/registry.h"
+
+#include <ember/error.h>
+
+#include <cstdlib>
+#include <memory>
+
+namespace ember {
+
+std::vector<TensorType> infer_node(const Node& node, int64_t opset,
+                                   const std::vector<TensorType>& input_types,
+                                   const std::vector<const Tensor*>& input_values) {
+  const Schema* schema = find_schema(node.domain, node.op_type);
+  if (!schema) throw Error(node.label() + ": ember does not support this operator");
+  InferContext ctx{node, opset, input_types, input_values};
+  std::vector<TensorType> out;
+  try {
+    out = schema->infer(ctx);
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    if (msg.rfind(node.label(), 0) == 0) throw;
+    throw Error(node.label() + ": " + msg);
+  }
+  out.resize(node.outputs.size());
+  return out;
+}
+
+std::vector<Tensor> evaluate_node(const Node& node, int64_t opset,
+                                  const std::vector<const Tensor*>& inputs, int num_threads) {
+  std::vector<TensorType> types(node.inputs.size());
+  std::vector<const Tensor*> values(node.inputs.size(), nullptr);
+  for (size_t i = 0; i < node.inputs.size() && i < inputs.size(); ++i)
+    if (inputs[i]) {
+      types[i] = {inputs[i]->dtype(), inputs[i]->shape()};
+      values[i] = inputs[i];
+    }
+  KernelInit init{node, opset, Device{}, types, values, infer_node(node, opset, types, values)};
+  init.num_threads = num_threads;
+
+  std::string reasons;
+  std::unique_ptr<Kernel> kernel;
+  const KernelEntry* entry = nullptr;
+  for (const KernelEntry* e : find_kernels(node.domain, node.op_type, opset, DeviceKind::Cpu)) {
+    std::string why;
+    kernel = e->factory(init, &why);
+    if (kernel) {
+      entry = e;
+      break;
+    }
+    reasons += (reasons.empty() ? "" : "; ") + why;
+  }
+  if (!kernel)
+    throw Error(node.label() + ": no CPU kernel" + (reasons.empty() ? "" : " (" + reasons + ")"));
+
+  std::vector<Tensor> outputs;
+  for (const auto& t : init.outputs) outputs.emplace_back(t.present() ? Tensor(t.dtype, t.shape) : Tensor());
+  if (entry->flags.output_aliases_input0) {
+    outputs[0] = inputs[0]->clone();
+    outputs[0].set_shape(init.outputs[0].shape);
+    return outputs;
+  }
+  std::vector<Tensor*> out_ptrs;
+  for (auto& t : outputs) out_ptrs.push_back(t.empty() ? nullptr : &t);
+  std::unique_ptr<void, decltype(&std::free)> workspace(
+      init.workspace_bytes ? std::aligned_alloc(64, (init.workspace_bytes + 63) / 64 * 64) : nullptr,
+      std::free);
+  RunArgs args{inputs, out_ptrs, workspace.get(), num_threads, nullptr};
+  kernel->run(args);
+  return outputs;
+}
+
+}  // namespace ember

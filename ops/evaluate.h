@@ -1,0 +1,25 @@
+// Runs one node on the CPU, outside any plan: for constant folding, plan-time
+// evaluation of shape arithmetic, and kernel tests.
+#pragma once
+
+#include "graph/graph.h"
+#include "graph/schema.h"
+
+#include <ember/tensor.h>
+
+#include <vector>
+
+namespace ember {
+
+// Infers the output types with the op's schema, builds its CPU kernel, allocates the
+// outputs and runs it. `inputs` holds nullptr for absent optional inputs. Raises
+// ember::Error naming the node when the op is unknown or the inputs do not fit.
+std::vector<Tensor> evaluate_node(const Node& node, int64_t opset,
+                                  const std::vector<const Tensor*>& inputs, int num_threads = 1);
+
+// Output types of a node for these input types/values, by the op's schema.
+std::vector<TensorType> infer_node(const Node& node, int64_t opset,
+                                   const std::vector<TensorType>& input_types,
+                                   const std::vector<const Tensor*>& input_values);
+
+}  // namespace ember

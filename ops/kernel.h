@@ -1,0 +1,63 @@
+// Kernels: built once per node at plan time (where they read attributes, pick
+// algorithms and ask for workspace), then run many times without allocating.
+#pragma once
+
+#include "graph/graph.h"
+#include "graph/schema.h"
+
+#include <ember/tensor.h>
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace ember {
+
+// Everything a kernel may look at while it is built.
+struct KernelInit {
+  const Node& node;
+  int64_t opset;
+  Device device;
+  std::vector<TensorType> inputs;      // concrete types; absent optionals are !present()
+  std::vector<const Tensor*> values;   // input values known at plan time, else nullptr
+  std::vector<TensorType> outputs;     // as inferred by the schema
+  int num_threads = 1;                 // the session's intra-op threads
+
+  // Set by the kernel's factory: scratch bytes its run needs (given in RunArgs).
+  size_t workspace_bytes = 0;
+
+  [[noreturn]] void fail(const std::string& message) const;  // "<node label>: message"
+};
+
+struct RunArgs {
+  std::span<const Tensor* const> inputs;  // nullptr for absent optional inputs
+  std::span<Tensor* const> outputs;       // preallocated, shapes already set
+  void* workspace = nullptr;              // workspace_bytes, 64-byte aligned
+  int num_threads = 1;
+  void* stream = nullptr;                 // the device stream (cudaStream_t) on CUDA
+};
+
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  // Must not allocate, must be safe to call from several threads at once.
+  virtual void run(const RunArgs& args) const = 0;
+};
+
+// A kernel that is a plain function of its arguments.
+class FunctionKernel final : public Kernel {
+ public:
+  using Fn = void (*)(const RunArgs&);
+  explicit FunctionKernel(Fn fn) : fn_(fn) {}
+  void run(const RunArgs& args) const override { fn_(args); }
+
+ private:
+  Fn fn_;
+};
+
+// A factory returns nullptr and sets *why_not when it cannot handle this node (a dtype
+// or an attribute value it lacks); the planner then tries the next device.
+using KernelFactory = std::unique_ptr<Kernel> (*)(KernelInit& init, std::string* why_not);
+
+}  // namespace ember

@@ -1,0 +1,49 @@
+// The kernel registry: (domain, op type, opset range, device kind) -> factory.
+// Kernels register themselves next to their definition, with no central list:
+//
+//   EMBER_KERNEL("Relu", "", 6, kMaxOpset, DeviceKind::Cpu, make_relu);
+//   EMBER_KERNEL_FLAGS(..., KernelFlags{.output_aliases_input0 = true});
+#pragma once
+
+#include "ops/kernel.h"
+
+#include <string>
+#include <vector>
+
+namespace ember {
+
+inline constexpr int64_t kMaxOpset = 1 << 30;
+
+struct KernelFlags {
+  // The output is input 0 reinterpreted (Reshape, Squeeze, Identity, ...): the planner
+  // gives both the same bytes and skips running the kernel.
+  bool output_aliases_input0 = false;
+};
+
+struct KernelEntry {
+  std::string op_type;
+  std::string domain;
+  int64_t since_opset = 1;
+  int64_t until_opset = kMaxOpset;  // inclusive
+  DeviceKind device = DeviceKind::Cpu;
+  KernelFactory factory = nullptr;
+  KernelFlags flags;
+};
+
+bool register_kernel(KernelEntry entry);
+// The kernels registered for this op on this device whose opset range holds `opset`.
+std::vector<const KernelEntry*> find_kernels(const std::string& domain, const std::string& op_type,
+                                             int64_t opset, DeviceKind device);
+// Every (domain, op type) registered on a device, sorted: for docs and --list-ops.
+std::vector<std::string> registered_ops(DeviceKind device);
+
+#define EMBER_KERNEL_CONCAT2(a, b) a##b
+#define EMBER_KERNEL_CONCAT(a, b) EMBER_KERNEL_CONCAT2(a, b)
+#define EMBER_KERNEL_FLAGS(op_type, domain, since, until, device, factory, flags)     \
+  [[maybe_unused]] static const bool EMBER_KERNEL_CONCAT(ember_kernel_, __COUNTER__) = \
+      ::ember::register_kernel(                                                      \
+          ::ember::KernelEntry{op_type, domain, since, until, device, factory, flags})
+#define EMBER_KERNEL(op_type, domain, since, until, device, factory) \
+  EMBER_KERNEL_FLAGS(op_type, domain, since, until, device, factory, ::ember::KernelFlags{})
+
+}  // namespace ember

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Installs what ember needs to build, test and benchmark, on a fresh Debian 12 machine.
+# Safe to run again: it only installs what is missing.
+set -euo pipefail
+
+apt_packages=(cmake g++ ccache libdnnl-dev libonnx-dev libprotobuf-dev protobuf-compiler
+              libcli11-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev)
+python_packages=(numpy onnx onnxruntime)
+
+missing=()
+for p in "${apt_packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+if ! python3 -c "import numpy, onnx, onnxruntime" 2>/dev/null; then
+  echo "setup: installing Python packages ${python_packages[*]}"
+  python3 -m pip install -q "${python_packages[@]}"
+fi
