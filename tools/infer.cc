@@ -1,1 +1,290 @@
-int main() { return 0; }
+// infer — run an ONNX model on .npy inputs, print and save its outputs; time it,
+// profile it, explain its plan. Exit codes: 0 ok, 1 user error, 2 usage error.
+#include <ember/ember.h>
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <numeric>
+#include <sstream>
+
+namespace {
+
+struct Options {
+  std::string model;
+  std::vector<std::string> inputs;
+  std::string output_dir;
+  std::string device = "cpu";
+  std::string precision = "fp32";
+  std::string trace_path, summary_json;
+  int threads = 0, repeat = 0, warmup = 3, batch = 0;
+  bool profile = false, explain = false, devices = false, no_optimize = false;
+};
+
+// Output names become file names: every byte outside [A-Za-z0-9_-], and a leading
+// '.', is written as %XX (uppercase hex), so any name maps to one safe, reversible name.
+std::string escape_file_name(const std::string& name) {
+  std::string out;
+  for (size_t i = 0; i < name.size(); ++i) {
+    const unsigned char c = name[i];
+    const bool safe = std::isalnum(c) || c == '_' || c == '-' || (c == '.' && i > 0);
+    if (safe) {
+      out += static_cast<char>(c);
+    } else {
+      char buf[4];
+      std::snprintf(buf, sizeof buf, "%%%02X", c);
+      out += buf;
+    }
+  }
+  return out.empty() ? "%00" : out;
+}
+
+std::string format_dims(const std::vector<std::string>& dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + dims[i];
+  return s + "]";
+}
+
+// Inputs in graph order: "name=file.npy" binds by name, a bare path takes the next
+// input not yet given.
+std::vector<ember::Tensor> read_inputs(const ember::Session& session, const Options& opt) {
+  const auto& descs = session.inputs();
+  std::vector<ember::Tensor> tensors(descs.size());
+  std::vector<bool> given(descs.size(), false);
+  size_t next = 0;
+  for (const std::string& arg : opt.inputs) {
+    const auto eq = arg.find('=');
+    size_t index = 0;
+    std::string path = arg;
+    if (eq != std::string::npos && !std::filesystem::exists(arg)) {
+      const std::string name = arg.substr(0, eq);
+      path = arg.substr(eq + 1);
+      while (index < descs.size() && descs[index].name != name) ++index;
+      if (index == descs.size()) {
+        std::string names;
+        for (const auto& d : descs) names += (names.empty() ? "" : ", ") + d.name;
+        throw ember::Error("the model has no input named '" + name + "' (its inputs: " + names + ")");
+      }
+    } else {
+      while (next < descs.size() && given[next]) ++next;
+      if (next == descs.size())
+        throw ember::Error("too many inputs: the model takes " + std::to_string(descs.size()));
+      index = next;
+    }
+    if (given[index]) throw ember::Error("input '" + descs[index].name + "' is given twice");
+    tensors[index] = ember::read_npy(path);
+    given[index] = true;
+  }
+  for (size_t i = 0; i < descs.size(); ++i)
+    if (!given[i])
+      throw ember::Error("input '" + descs[i].name + "' (" + ember::dtype_name(descs[i].dtype) + " " +
+                         format_dims(descs[i].dims) + ") is missing: pass " + descs[i].name + "=file.npy");
+  return tensors;
+}
+
+// --batch N: repeats each input along its first dimension until it holds N items.
+ember::Tensor rebatch(const ember::Tensor& t, int batch, const std::string& name) {
+  if (t.rank() == 0 || t.shape()[0] == batch) return t;
+  const int64_t have = t.shape()[0];
+  if (have == 0 || batch % have != 0)
+    throw ember::Error("--batch " + std::to_string(batch) + ": input '" + name + "' has " +
+                       std::to_string(have) + " items, which does not divide it");
+  ember::Shape shape = t.shape();
+  shape[0] = batch;
+  ember::Tensor out(t.dtype(), shape);
+  for (int64_t k = 0; k < batch / have; ++k)
+    std::memcpy(static_cast<char*>(out.data()) + k * t.nbytes(), t.data(), t.nbytes());
+  return out;
+}
+
+double element_as_double(const ember::Tensor& t, int64_t i) {
+  using ember::DType;
+  switch (t.dtype()) {
+    case DType::Float32: return t.data_as<float>()[i];
+    case DType::Float64: return t.data_as<double>()[i];
+    case DType::Int64: return static_cast<double>(t.data_as<int64_t>()[i]);
+    case DType::Int32: return t.data_as<int32_t>()[i];
+    case DType::Int16: return t.data_as<int16_t>()[i];
+    case DType::Int8: return t.data_as<int8_t>()[i];
+    case DType::UInt8:
+    case DType::Bool: return t.data_as<uint8_t>()[i];
+    case DType::UInt16: return t.data_as<uint16_t>()[i];
+    case DType::UInt32: return t.data_as<uint32_t>()[i];
+    case DType::UInt64: return static_cast<double>(t.data_as<uint64_t>()[i]);
+    default: return NAN;
+  }
+}
+
+std::string summarize(const ember::Tensor& t) {
+  const int64_t n = t.numel();
+  if (n == 0) return "empty";
+  if (std::isnan(element_as_double(t, 0)) && t.dtype() != ember::DType::Float32 &&
+      t.dtype() != ember::DType::Float64)
+    return "(no summary for " + std::string(ember::dtype_name(t.dtype())) + ")";
+  double lo = INFINITY, hi = -INFINITY, sum = 0;
+  int64_t argmax = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = element_as_double(t, i);
+    lo = std::min(lo, v);
+    if (v > hi) hi = v, argmax = i;
+    sum += v;
+  }
+  std::ostringstream os;
+  os.precision(6);
+  os << "min " << lo << "  max " << hi << " (at " << argmax << ")  mean " << sum / n << "  first [";
+  for (int64_t i = 0; i < std::min<int64_t>(n, 5); ++i) os << (i ? ", " : "") << element_as_double(t, i);
+  os << (n > 5 ? ", ...]" : "]");
+  return os.str();
+}
+
+void print_devices() {
+  const ember::GpuReport r = ember::list_gpus();
+  if (!r.problem.empty()) {
+    std::cout << "no GPU available: " << r.problem << "\n";
+    return;
+  }
+  std::cout << "driver " << r.driver_version << ", CUDA runtime " << r.runtime_version << ", cuDNN "
+            << (r.cudnn_version.empty() ? "-" : r.cudnn_version) << ", cuBLAS "
+            << (r.cublas_version.empty() ? "-" : r.cublas_version) << "\n";
+  for (const auto& g : r.gpus)
+    std::printf("cuda:%d  %s  %.1f GiB total, %.1f GiB free, compute capability %d.%d\n", g.index,
+                g.name.c_str(), g.total_bytes / 1073741824.0, g.free_bytes / 1073741824.0,
+                g.compute_major, g.compute_minor);
+}
+
+double percentile(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  const size_t i = static_cast<size_t>(std::ceil(p / 100.0 * v.size())) - 1;
+  return v[std::min(i, v.size() - 1)];
+}
+
+void time_runs(ember::Session& session, const std::vector<ember::Tensor>& inputs,
+               std::vector<ember::Tensor>& outputs, const Options& opt, ember::Profile* profile) {
+  using Clock = std::chrono::steady_clock;
+  for (int i = 0; i < opt.warmup; ++i) session.run(inputs, outputs);
+  std::vector<double> ms;
+  ember::RunOptions run_options;
+  run_options.profile = profile;
+  for (int i = 0; i < opt.repeat; ++i) {
+    const auto start = Clock::now();
+    session.run(inputs, outputs, run_options);
+    ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+  }
+  const double mean = std::accumulate(ms.begin(), ms.end(), 0.0) / ms.size();
+  const int64_t batch = inputs.empty() || inputs[0].rank() == 0 ? 1 : inputs[0].shape()[0];
+  const double throughput = batch * 1000.0 / mean;
+  std::printf("latency over %d runs (after %d warm-up): mean %.3f ms  p50 %.3f  p90 %.3f  p99 %.3f  min %.3f\n",
+              opt.repeat, opt.warmup, mean, percentile(ms, 50), percentile(ms, 90), percentile(ms, 99),
+              *std::min_element(ms.begin(), ms.end()));
+  std::printf("throughput: %.2f items/s (batch %lld)\n", throughput, static_cast<long long>(batch));
+  if (!opt.summary_json.empty()) {
+    std::ofstream f(opt.summary_json);
+    f << "{\"repeat\": " << opt.repeat << ", \"threads\": " << opt.threads << ", \"batch\": " << batch
+      << ", \"latency_ms\": {\"mean\": " << mean << ", \"p50\": " << percentile(ms, 50)
+      << ", \"p90\": " << percentile(ms, 90) << ", \"p99\": " << percentile(ms, 99)
+      << ", \"min\": " << *std::min_element(ms.begin(), ms.end()) << "}, \"throughput_per_s\": "
+      << throughput << "}\n";
+    if (!f) throw ember::Error("cannot write " + opt.summary_json);
+  }
+}
+
+int run(const Options& opt) {
+  if (opt.devices) {
+    print_devices();
+    return 0;
+  }
+  if (opt.model.empty()) throw CLI::RequiredError("MODEL");
+  if (opt.precision != "fp32")
+    throw ember::Error("--precision " + opt.precision + ": only fp32 is available on " + opt.device);
+
+  ember::SessionOptions so;
+  so.device = opt.device;
+  so.num_threads = opt.threads;
+  so.optimize = !opt.no_optimize;
+  ember::Session session(opt.model, so);
+
+  std::vector<ember::Tensor> inputs = read_inputs(session, opt);
+  if (opt.batch > 0)
+    for (size_t i = 0; i < inputs.size(); ++i) inputs[i] = rebatch(inputs[i], opt.batch, session.inputs()[i].name);
+  if (opt.explain) std::cout << session.explain(inputs);
+
+  std::vector<ember::Tensor> outputs;
+  const auto shapes = session.output_shapes(inputs);
+  for (size_t i = 0; i < shapes.size(); ++i) outputs.emplace_back(session.outputs()[i].dtype, shapes[i]);
+  // Output dtypes come from the plan when the model leaves them undeclared.
+  ember::Profile profile;
+  ember::RunOptions run_options;
+  if (opt.profile && opt.repeat == 0) run_options.profile = &profile;
+  std::vector<ember::Tensor> first;
+  {
+    std::vector<std::pair<std::string, ember::Tensor>> named;
+    for (size_t i = 0; i < inputs.size(); ++i) named.emplace_back(session.inputs()[i].name, inputs[i]);
+    first = session.run(named, run_options);
+  }
+  if (opt.repeat > 0) time_runs(session, inputs, first, opt, opt.profile ? &profile : nullptr);
+
+  for (size_t i = 0; i < first.size(); ++i) {
+    const auto& name = session.outputs()[i].name;
+    std::cout << name << ": " << ember::dtype_name(first[i].dtype()) << " "
+              << ember::shape_to_string(first[i].shape()) << "  " << summarize(first[i]) << "\n";
+    if (!opt.output_dir.empty()) {
+      std::filesystem::create_directories(opt.output_dir);
+      ember::write_npy((std::filesystem::path(opt.output_dir) / (escape_file_name(name) + ".npy")).string(),
+                       first[i]);
+    }
+  }
+  if (opt.profile) {
+    std::cout << profile.table();
+    if (!opt.trace_path.empty()) {
+      std::ofstream f(opt.trace_path);
+      f << profile.chrome_trace();
+      if (!f) throw ember::Error("cannot write the trace to " + opt.trace_path);
+      std::cout << "trace written to " << opt.trace_path << " (open it in Perfetto or chrome://tracing)\n";
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options opt;
+  CLI::App app{"infer: run an ONNX model with ember"};
+  app.add_option("model", opt.model, "the .onnx model file");
+  app.add_option("inputs", opt.inputs, "inputs as file.npy (graph order) or name=file.npy");
+  app.add_option("-o,--output-dir", opt.output_dir, "write each output as DIR/<name>.npy");
+  app.add_option("--device", opt.device, "cpu, cuda or cuda:N");
+  app.add_option("--threads", opt.threads, "intra-op threads (default: all cores)")->check(CLI::NonNegativeNumber);
+  app.add_option("--batch", opt.batch, "repeat the inputs along their first dimension to this batch")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--precision", opt.precision, "fp32 (fp16 on CUDA)");
+  app.add_option("--repeat", opt.repeat, "time this many runs and print latency percentiles")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--warmup", opt.warmup, "untimed runs before --repeat (default 3)")->check(CLI::NonNegativeNumber);
+  app.add_option("--summary-json", opt.summary_json, "with --repeat: write the latency summary as JSON");
+  app.add_flag("--profile", opt.profile, "per-node time table");
+  app.add_option("--trace", opt.trace_path, "with --profile: write a Chrome trace JSON");
+  app.add_flag("--explain", opt.explain, "print the execution plan");
+  app.add_flag("--devices", opt.devices, "list the GPUs and exit");
+  app.add_flag("--no-optimize", opt.no_optimize, "skip the graph passes");
+  try {
+    app.parse(argc, argv);
+    if (!opt.trace_path.empty()) opt.profile = true;
+    return run(opt);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;  // --help is fine; any other parse error is usage
+  } catch (const ember::Error& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  }
+}

@@ -1,0 +1,51 @@
+#include "engine/src/device_select.h"
+
+#include <ember/devices.h>
+#include <ember/error.h>
+
+#include <charconv>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+namespace ember {
+
+namespace {
+
+int parse_cuda_index(const std::string& device) {
+  if (device == "cuda") return 0;
+  const std::string digits = device.substr(5);
+  int index = -1;
+  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), index);
+  if (digits.empty() || ec != std::errc() || end != digits.data() + digits.size() || index < 0)
+    throw Error("device '" + device + "' is not valid: expected cpu, cuda or cuda:N");
+  return index;
+}
+
+}  // namespace
+
+std::vector<std::unique_ptr<Backend>> select_backends(const std::string& device) {
+  std::vector<std::unique_ptr<Backend>> backends;
+  if (device != "cpu") {
+    if (device.rfind("cuda", 0) != 0 || (device.size() > 4 && device[4] != ':'))
+      throw Error("device '" + device + "' is not valid: expected cpu, cuda or cuda:N");
+    const int index = parse_cuda_index(device);
+    const GpuReport report = list_gpus();
+    if (!report.problem.empty()) throw Error("device '" + device + "' is not available: " + report.problem);
+    if (index >= static_cast<int>(report.gpus.size()))
+      throw Error("device '" + device + "' is not available: this machine has " +
+                  std::to_string(report.gpus.size()) + " CUDA device(s)");
+    throw Error("device '" + device + "': the CUDA backend is not implemented yet in this build");
+  }
+  backends.push_back(make_cpu_backend());
+  return backends;
+}
+
+void apply_thread_count(int num_threads) {
+#ifdef _OPENMP
+  if (num_threads > 0) omp_set_num_threads(num_threads);
+#endif
+}
+
+}  // namespace ember

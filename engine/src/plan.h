@@ -1,0 +1,62 @@
+// A Plan: the graph compiled for one set of input shapes. Immutable once built;
+// shared by every run with those shapes.
+#pragma once
+
+#include "graph/graph.h"
+#include "graph/schema.h"
+#include "ops/kernel.h"
+
+#include <ember/tensor.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ember {
+
+// Where a value's bytes live during a run.
+enum class Storage {
+  Arena,     // an offset in the run's arena of `device`
+  Constant,  // a weight or a plan-time folded value (owned by the session or plan)
+  Input,     // the caller's input tensor
+  Output,    // the caller's output tensor
+};
+
+struct PlannedValue {
+  std::string name;
+  TensorType type;
+  Device device;
+  Storage storage = Storage::Arena;
+  size_t offset = 0;              // Arena: bytes from the arena's start
+  const Tensor* constant = nullptr;  // Constant
+  int io_index = -1;              // Input/Output: position in the graph's list
+  int alias_of = -1;              // shares the bytes of this value (Reshape & co)
+};
+
+struct PlannedStep {
+  std::string node_label;  // "Conv 'conv1'" or "copy 'x' cpu->cuda:0"
+  std::string node_name;
+  std::string op_type;
+  std::string kernel;      // what runs it, for --explain
+  Device device;
+  std::unique_ptr<Kernel> kernel_impl;
+  std::vector<int> inputs;   // value ids; -1 for an absent optional input
+  std::vector<int> outputs;  // value ids; -1 for an unused optional output
+  size_t workspace_offset = 0;  // in the arena of `device`
+  size_t workspace_bytes = 0;
+};
+
+struct Plan {
+  std::vector<Shape> input_shapes;  // the signature this plan is for
+  std::vector<PlannedValue> values;
+  std::vector<PlannedStep> steps;
+  std::vector<int> input_values;    // value id per graph input
+  std::vector<int> output_values;   // value id per graph output
+  std::vector<std::pair<Device, size_t>> arena_bytes;  // per device
+  std::vector<std::unique_ptr<Tensor>> folded;  // values computed at plan time
+  std::vector<std::string> notes;  // placement fallbacks, for --explain
+
+  size_t arena_size(Device device) const;
+};
+
+}  // namespace ember

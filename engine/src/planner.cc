@@ -1,0 +1,466 @@
+#include "engine/src/planner.h"
+
+#include "engine/src/memory_plan.h"
+#include "graph/passes/graph_edit.h"
+#include "graph/passes/passes.h"
+#include "ops/evaluate.h"
+#include "ops/registry.h"
+
+#include <ember/error.h>
+
+#include <algorithm>
+#include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace ember {
+
+const Tensor* WeightCache::get(const std::string& name, const Tensor& host, Backend& backend) {
+  if (backend.device().kind == DeviceKind::Cpu) return &host;
+  std::lock_guard lock(mutex_);
+  auto key = std::make_pair(name, backend.device().to_string());
+  auto it = uploaded_.find(key);
+  if (it == uploaded_.end()) it = uploaded_.emplace(key, backend.upload(host)).first;
+  return &it->second;
+}
+
+size_t Plan::arena_size(Device device) const {
+  for (const auto& [d, bytes] : arena_bytes)
+    if (d == device) return bytes;
+  return 0;
+}
+
+namespace {
+
+class PlanBuilder {
+ public:
+  PlanBuilder(const Graph& graph, std::span<Backend* const> backends, WeightCache& weights,
+              const PlannerOptions& options)
+      : graph_(graph), backends_(backends), weights_(weights), options_(options),
+        plan_(std::make_unique<Plan>()) {}
+
+  std::unique_ptr<Plan> build(std::span<const Shape> input_shapes) {
+    plan_->input_shapes.assign(input_shapes.begin(), input_shapes.end());
+    add_graph_inputs(input_shapes);
+    for (const Node& node : graph_.nodes) add_node(node);
+    bind_graph_outputs();
+    lay_out_arenas();
+    return std::move(plan_);
+  }
+
+ private:
+  Backend& cpu() const {
+    for (Backend* b : backends_)
+      if (b->device().kind == DeviceKind::Cpu) return *b;
+    throw Error("internal: no CPU backend");
+  }
+
+  int new_value(const std::string& name, TensorType type, Device device, Storage storage) {
+    PlannedValue v;
+    v.name = name;
+    v.type = std::move(type);
+    v.device = device;
+    v.storage = storage;
+    plan_->values.push_back(std::move(v));
+    return static_cast<int>(plan_->values.size()) - 1;
+  }
+
+  int root(int id) const {
+    while (plan_->values[id].alias_of >= 0) id = plan_->values[id].alias_of;
+    return id;
+  }
+
+  void add_graph_inputs(std::span<const Shape> shapes) {
+    for (size_t i = 0; i < graph_.inputs.size(); ++i) {
+      const ValueInfo& in = graph_.inputs[i];
+      int id = new_value(in.name, {in.dtype, shapes[i]}, Device{}, Storage::Input);
+      plan_->values[id].io_index = static_cast<int>(i);
+      plan_->input_values.push_back(id);
+      ids_[in.name] = id;
+    }
+  }
+
+  // The value id for a name, adding initializers on first use.
+  int lookup(const std::string& name) {
+    auto it = ids_.find(name);
+    if (it != ids_.end()) return it->second;
+    auto init = graph_.initializers.find(name);
+    if (init == graph_.initializers.end())
+      throw Error("internal: value '" + name + "' has no producer in the sorted graph");
+    int id = new_value(name, {init->second.dtype(), init->second.shape()}, Device{}, Storage::Constant);
+    plan_->values[id].constant = &init->second;
+    ids_[name] = id;
+    return id;
+  }
+
+  const Tensor* known_value(int id) const {
+    const PlannedValue& v = plan_->values[id];
+    return v.storage == Storage::Constant && v.device.kind == DeviceKind::Cpu ? v.constant : nullptr;
+  }
+
+  void add_node(const Node& node) {
+    const int64_t opset = graph_.opset(node.domain);
+    std::vector<int> in_ids;
+    std::vector<TensorType> types;
+    std::vector<const Tensor*> values;
+    bool all_known = true;
+    for (const auto& name : node.inputs) {
+      if (name.empty()) {
+        in_ids.push_back(-1);
+        types.emplace_back();
+        values.push_back(nullptr);
+        continue;
+      }
+      int id = lookup(name);
+      in_ids.push_back(id);
+      types.push_back(plan_->values[id].type);
+      values.push_back(known_value(id));
+      all_known = all_known && values.back();
+    }
+    std::vector<TensorType> out_types = infer_node(node, opset, types, values);
+
+    if (fold(node, opset, in_ids, types, values, all_known)) return;
+    Choice choice = choose_kernel(node, opset, types, values, out_types);
+    if (!choice.backend) {
+      // A fused node no kernel can take (a residual that broadcasts, a device without
+      // the fused op) runs as the nodes it was fused from.
+      const Attribute* parts = node.attributes.find(kDecompositionAttribute);
+      if (!parts || !parts->g) throw Error(node.label() + ": no kernel can run it (" + choice.reasons + ")");
+      for (const Node& part : parts->g->nodes) add_node(part);
+      return;
+    }
+    place(node, std::move(choice), in_ids, out_types);
+  }
+
+  // Evaluates now, on the host, a node whose result is already determined: its inputs
+  // are constants, or it only reads shapes (Shape, Size). This is what turns the
+  // Shape->Gather->Concat->Reshape chains of exported models into constants.
+  bool fold(const Node& node, int64_t opset, const std::vector<int>& in_ids,
+            const std::vector<TensorType>& types, const std::vector<const Tensor*>& values,
+            bool all_known) {
+    const bool reads_only_shape =
+        node.domain.empty() && (node.op_type == "Shape" || node.op_type == "Size");
+    if (!(all_known || reads_only_shape) || !can_fold(node)) return false;
+    std::vector<Tensor> shape_only;
+    std::vector<const Tensor*> inputs = values;
+    if (reads_only_shape) {
+      shape_only.push_back(Tensor::view(types[0].dtype, types[0].shape, nullptr));
+      inputs[0] = &shape_only[0];
+    }
+    std::vector<Tensor> outputs = evaluate_node(node, opset, inputs, 1);
+    for (size_t i = 0; i < node.outputs.size(); ++i) {
+      if (node.outputs[i].empty() || outputs[i].empty()) continue;
+      plan_->folded.push_back(std::make_unique<Tensor>(std::move(outputs[i])));
+      const Tensor* t = plan_->folded.back().get();
+      int id = new_value(node.outputs[i], {t->dtype(), t->shape()}, Device{}, Storage::Constant);
+      plan_->values[id].constant = t;
+      ids_[node.outputs[i]] = id;
+    }
+    return true;
+  }
+
+  struct Choice {
+    Backend* backend = nullptr;  // nullptr: nothing can run the node, see `reasons`
+    std::string reasons;
+    const KernelEntry* entry = nullptr;
+    std::unique_ptr<Kernel> kernel;
+    size_t workspace = 0;
+  };
+
+  Choice choose_kernel(const Node& node, int64_t opset, const std::vector<TensorType>& types,
+                       const std::vector<const Tensor*>& values,
+                       const std::vector<TensorType>& out_types) {
+    std::string reasons;
+    for (Backend* backend : backends_) {
+      const Device device = backend->device();
+      auto entries = find_kernels(node.domain, node.op_type, opset, device.kind);
+      if (entries.empty()) {
+        reasons += (reasons.empty() ? "" : "; ") + device.to_string() + ": no kernel for " +
+                   node.op_type + " at opset " + std::to_string(opset);
+        continue;
+      }
+      for (const KernelEntry* entry : entries) {
+        KernelInit init{node, opset, device, types, values, out_types};
+        init.num_threads = options_.num_threads;
+        std::string why;
+        std::unique_ptr<Kernel> kernel = entry->factory(init, &why);
+        if (kernel) {
+          if (!reasons.empty())
+            plan_->notes.push_back(node.label() + " runs on " + device.to_string() + " (" +
+                                   reasons + ")");
+          return {backend, "", entry, std::move(kernel), init.workspace_bytes};
+        }
+        reasons += (reasons.empty() ? "" : "; ") + device.to_string() + ": " + why;
+      }
+    }
+    Choice none;
+    none.reasons = reasons;
+    return none;
+  }
+
+  // The id of `id`'s value on `device`, inserting one copy per (value, device).
+  int on_device(int id, Device device) {
+    const PlannedValue v = plan_->values[id];  // a copy: new_value() grows the vector
+    if (v.device == device) return id;
+    auto key = std::make_pair(id, device.to_string());
+    auto it = moved_.find(key);
+    if (it != moved_.end()) return it->second;
+    Backend& target = backend_for(device);
+    int moved;
+    if (v.storage == Storage::Constant) {
+      const Tensor* host = v.constant;
+      moved = new_value(v.name, v.type, device, Storage::Constant);
+      plan_->values[moved].constant = weights_.get(v.name, *host, target);
+    } else {
+      Backend& remote = device.kind == DeviceKind::Cpu ? backend_for(v.device) : target;
+      moved = new_value(v.name, v.type, device, Storage::Arena);
+      PlannedStep step;
+      step.node_label = "copy '" + v.name + "' " + v.device.to_string() + "->" + device.to_string();
+      step.op_type = "Copy";
+      step.node_name = step.node_label;
+      step.kernel = "copy";
+      step.device = remote.device();
+      step.kernel_impl = remote.make_copy(v.device, device);
+      step.inputs = {id};
+      step.outputs = {moved};
+      plan_->steps.push_back(std::move(step));
+    }
+    moved_[key] = moved;
+    return moved;
+  }
+
+  Backend& backend_for(Device device) const {
+    for (Backend* b : backends_)
+      if (b->device() == device) return *b;
+    throw Error("internal: no backend for " + device.to_string());
+  }
+
+  void place(const Node& node, Choice choice, std::vector<int> in_ids,
+             const std::vector<TensorType>& out_types) {
+    const Device device = choice.backend->device();
+    for (int& id : in_ids)
+      if (id >= 0) id = on_device(id, device);
+
+    const bool alias = choice.entry->flags.output_aliases_input0 && in_ids[0] >= 0 &&
+                       !is_graph_output(node.outputs[0]);
+    std::vector<int> out_ids;
+    for (size_t i = 0; i < node.outputs.size(); ++i) {
+      if (node.outputs[i].empty() || !out_types[i].present()) {
+        out_ids.push_back(-1);
+        continue;
+      }
+      int id = new_value(node.outputs[i], out_types[i], device, Storage::Arena);
+      if (alias && i == 0) plan_->values[id].alias_of = in_ids[0];
+      ids_[node.outputs[i]] = id;
+      out_ids.push_back(id);
+    }
+    if (alias) return;  // no step: the output is the input's bytes, reinterpreted
+
+    PlannedStep step;
+    step.node_label = node.label();
+    step.node_name = node.name.empty() ? node.op_type + "#" + std::to_string(plan_->steps.size())
+                                       : node.name;
+    step.op_type = node.op_type;
+    step.kernel = (node.domain.empty() ? "" : node.domain + "::") + node.op_type;
+    step.device = device;
+    step.kernel_impl = std::move(choice.kernel);
+    step.inputs = std::move(in_ids);
+    step.outputs = std::move(out_ids);
+    step.workspace_bytes = choice.workspace;
+    plan_->steps.push_back(std::move(step));
+  }
+
+  bool is_graph_output(const std::string& name) const {
+    for (const auto& o : graph_.outputs)
+      if (o.name == name) return true;
+    return false;
+  }
+
+  // Graph outputs are written straight into the caller's tensors when a host step
+  // produces them; anything else (a constant, an input, a device value, a repeat)
+  // is copied there by one final step.
+  void bind_graph_outputs() {
+    std::unordered_set<int> bound;
+    std::vector<int> producer_step(plan_->values.size(), -1);
+    for (size_t s = 0; s < plan_->steps.size(); ++s)
+      for (int id : plan_->steps[s].outputs)
+        if (id >= 0) producer_step[id] = static_cast<int>(s);
+    for (size_t i = 0; i < graph_.outputs.size(); ++i) {
+      int id = lookup(graph_.outputs[i].name);
+      PlannedValue& v = plan_->values[id];
+      if (v.storage == Storage::Arena && v.alias_of < 0 && v.device.kind == DeviceKind::Cpu &&
+          producer_step[id] >= 0 && !bound.count(id)) {
+        v.storage = Storage::Output;
+        v.io_index = static_cast<int>(i);
+        bound.insert(id);
+        plan_->output_values.push_back(id);
+        continue;
+      }
+      // A device value already brought to the host is copied from there; otherwise
+      // the device writes straight into the caller's tensor.
+      const Device from = plan_->values[id].device;
+      const bool direct = from.kind != DeviceKind::Cpu && plan_->values[id].storage != Storage::Constant &&
+                          !moved_.count({id, Device{}.to_string()});
+      int src = direct ? id : on_device(id, Device{});
+      int out = new_value(plan_->values[id].name, plan_->values[id].type, Device{}, Storage::Output);
+      plan_->values[out].io_index = static_cast<int>(i);
+      Backend& copier = direct ? backend_for(from) : cpu();
+      PlannedStep step;
+      step.node_label = "copy '" + plan_->values[id].name + "' " + (direct ? from.to_string() + "->" : "") +
+                        "to output";
+      step.node_name = step.node_label;
+      step.op_type = "Copy";
+      step.kernel = "copy";
+      step.device = copier.device();
+      step.kernel_impl = copier.make_copy(from, Device{});
+      step.inputs = {src};
+      step.outputs = {out};
+      plan_->steps.push_back(std::move(step));
+      plan_->output_values.push_back(out);
+    }
+  }
+
+  void lay_out_arenas() {
+    const size_t n = plan_->values.size();
+    std::vector<int> first(n, -1), last(n, -1);
+    for (size_t s = 0; s < plan_->steps.size(); ++s) {
+      const int step = static_cast<int>(s);
+      for (int id : plan_->steps[s].outputs)
+        if (id >= 0 && first[root(id)] < 0) first[root(id)] = step;
+      for (int id : plan_->steps[s].inputs)
+        if (id >= 0) last[root(id)] = step;
+    }
+    std::vector<Device> devices;
+    for (Backend* b : backends_) devices.push_back(b->device());
+    for (const Device& device : devices) {
+      std::vector<Lifetime> lifetimes;
+      std::vector<std::pair<bool, size_t>> owners;  // (is workspace, value id or step)
+      for (size_t id = 0; id < n; ++id) {
+        const PlannedValue& v = plan_->values[id];
+        if (v.storage != Storage::Arena || v.alias_of >= 0 || !(v.device == device)) continue;
+        if (first[id] < 0) continue;  // never written: an unused output
+        lifetimes.push_back({v.type.dtype == DType::Undefined ? 0 : dtype_bytes(v.type.dtype, shape_numel(v.type.shape)),
+                             first[id], std::max(first[id], last[id])});
+        owners.emplace_back(false, id);
+      }
+      for (size_t s = 0; s < plan_->steps.size(); ++s) {
+        const PlannedStep& step = plan_->steps[s];
+        if (!(step.device == device) || step.workspace_bytes == 0) continue;
+        lifetimes.push_back({step.workspace_bytes, static_cast<int>(s), static_cast<int>(s)});
+        owners.emplace_back(true, s);
+      }
+      ArenaLayout layout = plan_arena(lifetimes);
+      for (size_t k = 0; k < owners.size(); ++k) {
+        if (owners[k].first)
+          plan_->steps[owners[k].second].workspace_offset = layout.offsets[k];
+        else
+          plan_->values[owners[k].second].offset = layout.offsets[k];
+      }
+      plan_->arena_bytes.emplace_back(device, layout.peak_bytes);
+    }
+    // Aliases and unused outputs take their root's place.
+    for (size_t id = 0; id < n; ++id) {
+      PlannedValue& v = plan_->values[id];
+      if (v.alias_of < 0) continue;
+      const PlannedValue& r = plan_->values[root(static_cast<int>(id))];
+      v.storage = r.storage;
+      v.offset = r.offset;
+      v.constant = r.constant;
+      v.io_index = r.io_index;
+      v.device = r.device;
+    }
+  }
+
+  const Graph& graph_;
+  std::span<Backend* const> backends_;
+  WeightCache& weights_;
+  PlannerOptions options_;
+  std::unique_ptr<Plan> plan_;
+  std::unordered_map<std::string, int> ids_;
+  std::map<std::pair<int, std::string>, int> moved_;
+};
+
+}  // namespace
+
+std::unique_ptr<Plan> build_plan(const Graph& graph, std::span<const Shape> input_shapes,
+                                 std::span<Backend* const> backends, WeightCache& weights,
+                                 const PlannerOptions& options) {
+  return PlanBuilder(graph, backends, weights, options).build(input_shapes);
+}
+
+namespace {
+
+std::string where(const Plan& plan, int id) {
+  if (id < 0) return "-";
+  const PlannedValue& v = plan.values[id];
+  std::string s = v.name + shape_to_string(v.type.shape) + "@";
+  switch (v.storage) {
+    case Storage::Arena: return s + v.device.to_string() + "+" + std::to_string(v.offset);
+    case Storage::Constant: return s + "const";
+    case Storage::Input: return s + "input" + std::to_string(v.io_index);
+    case Storage::Output: return s + "output" + std::to_string(v.io_index);
+  }
+  return s;
+}
+
+std::string format_bytes(size_t bytes) {
+  std::ostringstream os;
+  os.setf(std::ios::fixed);
+  os.precision(2);
+  if (bytes >= (1u << 20)) os << bytes / 1048576.0 << " MiB";
+  else if (bytes >= 1024) os << bytes / 1024.0 << " KiB";
+  else os << bytes << " B";
+  return os.str();
+}
+
+}  // namespace
+
+std::string explain_plan(const Plan& plan) {
+  std::ostringstream os;
+  os << "plan for inputs";
+  for (const auto& s : plan.input_shapes) os << " " << shape_to_string(s);
+  os << ": " << plan.steps.size() << " steps, " << plan.folded.size()
+     << " values folded before the run\n";
+  int copies = 0;
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    const PlannedStep& step = plan.steps[s];
+    copies += step.op_type == "Copy";
+    os << "  #" << s << " " << step.device.to_string() << " " << step.node_label << " [" << step.kernel
+       << "]\n      in:";
+    for (int id : step.inputs) os << " " << where(plan, id);
+    os << "\n      out:";
+    for (int id : step.outputs) os << " " << where(plan, id);
+    if (step.workspace_bytes)
+      os << "\n      workspace: " << step.workspace_bytes << " B at +" << step.workspace_offset;
+    os << "\n";
+  }
+  for (const auto& note : plan.notes) os << "  fallback: " << note << "\n";
+  os << "copies inserted: " << copies << "\n";
+  for (const auto& [device, bytes] : plan.arena_bytes)
+    os << "peak arena on " << device.to_string() << ": " << format_bytes(bytes) << "\n";
+  return os.str();
+}
+
+}  // namespace ember
+
+namespace ember {
+
+void check_supported(const Graph& graph, std::span<Backend* const> backends) {
+  std::string missing;
+  int count = 0;
+  for (const Node& node : graph.nodes) {
+    const int64_t opset = graph.opset(node.domain);
+    bool found = false;
+    for (Backend* b : backends)
+      found = found || !find_kernels(node.domain, node.op_type, opset, b->device().kind).empty();
+    found = found && find_schema(node.domain, node.op_type);
+    if (found) continue;
+    if (count++ < 50) missing += "\n  " + node.label() + (node.domain.empty() ? "" : " (domain " + node.domain + ")") +
+                             " at opset " + std::to_string(opset);
+  }
+  if (count)
+    throw Error(graph.source + ": " + std::to_string(count) + " node(s) use operators ember does not support:" +
+                missing + (count > 50 ? "\n  ..." : ""));
+}
+
+}  // namespace ember

@@ -1,0 +1,46 @@
+// The Planner compiles a Graph for one set of input shapes: it infers every shape,
+// folds what is known before the run, places each node on the first backend that has
+// a kernel for it, inserts the copies between devices, and lays out each device's
+// arena by liveness.
+#pragma once
+
+#include "engine/src/backend.h"
+#include "engine/src/plan.h"
+#include "graph/graph.h"
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <vector>
+
+namespace ember {
+
+// Weights uploaded to devices, once per session, shared by every plan.
+class WeightCache {
+ public:
+  const Tensor* get(const std::string& name, const Tensor& host, Backend& backend);
+
+ private:
+  std::mutex mutex_;
+  std::map<std::pair<std::string, std::string>, Tensor> uploaded_;
+};
+
+struct PlannerOptions {
+  int num_threads = 1;
+};
+
+// `backends` in order of preference; the CPU backend must be among them.
+std::unique_ptr<Plan> build_plan(const Graph& graph, std::span<const Shape> input_shapes,
+                                 std::span<Backend* const> backends, WeightCache& weights,
+                                 const PlannerOptions& options);
+
+// Raises one ember::Error listing every node whose operator has no kernel on any of
+// `backends` (at the graph's opset), so a user sees them all at once.
+void check_supported(const Graph& graph, std::span<Backend* const> backends);
+
+// The plan as text: per step its device, kernel, output shapes and arena offsets;
+// the copies; the peak arena bytes per device.
+std::string explain_plan(const Plan& plan);
+
+}  // namespace ember

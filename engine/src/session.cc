@@ -1,0 +1,186 @@
+#include <ember/error.h>
+#include <ember/session.h>
+
+#include "engine/src/device_select.h"
+#include "engine/src/executor.h"
+#include "engine/src/planner.h"
+#include "graph/passes/passes.h"
+#include "loader/onnx_loader.h"
+
+#include <mutex>
+#include <shared_mutex>
+
+namespace ember {
+
+struct Session::Impl {
+  SessionOptions options;
+  Graph graph;
+  std::vector<std::unique_ptr<Backend>> owned_backends;
+  std::vector<Backend*> backends;
+  WeightCache weights;
+  std::vector<ValueDesc> input_descs, output_descs;
+
+  std::shared_mutex plans_mutex;
+  std::vector<std::unique_ptr<Plan>> plans;
+
+  std::mutex contexts_mutex;
+  std::vector<std::unique_ptr<RunContext>> idle_contexts;
+
+  const Plan& plan_for(std::span<const Tensor> inputs);
+  void check_inputs(std::span<const Tensor> inputs) const;
+};
+
+namespace {
+
+ValueDesc describe(const ValueInfo& v) {
+  ValueDesc d{v.name, v.dtype, {}};
+  for (const Dim& dim : v.dims)
+    d.dims.push_back(dim.known() ? std::to_string(dim.value) : dim.symbol.empty() ? "?" : dim.symbol);
+  return d;
+}
+
+bool same_shapes(const Plan& plan, std::span<const Tensor> inputs) {
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (plan.input_shapes[i] != inputs[i].shape()) return false;
+  return true;
+}
+
+}  // namespace
+
+void Session::Impl::check_inputs(std::span<const Tensor> inputs) const {
+  if (inputs.size() != graph.inputs.size())
+    throw Error("the model takes " + std::to_string(graph.inputs.size()) + " inputs, got " +
+                std::to_string(inputs.size()));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const ValueInfo& want = graph.inputs[i];
+    const Tensor& got = inputs[i];
+    if (got.device().kind != DeviceKind::Cpu)
+      throw Error("input '" + want.name + "' is on " + got.device().to_string() +
+                  "; this session takes host inputs");
+    if (want.dtype != DType::Undefined && got.dtype() != want.dtype)
+      throw Error("input '" + want.name + "' must be " + dtype_name(want.dtype) + ", got " +
+                  dtype_name(got.dtype()));
+    if (!want.has_shape) continue;
+    const ValueDesc d = describe(want);
+    std::string expected = "[";
+    for (size_t k = 0; k < d.dims.size(); ++k) expected += (k ? ", " : "") + d.dims[k];
+    expected += "]";
+    if (got.rank() != static_cast<int64_t>(want.dims.size()))
+      throw Error("input '" + want.name + "' must have shape " + expected + ", got " +
+                  shape_to_string(got.shape()));
+    for (size_t k = 0; k < want.dims.size(); ++k)
+      if (want.dims[k].known() && want.dims[k].value != got.shape()[k])
+        throw Error("input '" + want.name + "' must have shape " + expected + ", got " +
+                    shape_to_string(got.shape()) + " (dimension " + std::to_string(k) + ")");
+  }
+}
+
+// Plans are cached per input-shape signature; the lookup compares shapes in place so
+// that a steady-state run allocates nothing.
+const Plan& Session::Impl::plan_for(std::span<const Tensor> inputs) {
+  {
+    std::shared_lock lock(plans_mutex);
+    for (const auto& p : plans)
+      if (same_shapes(*p, inputs)) return *p;
+  }
+  std::unique_lock lock(plans_mutex);
+  for (const auto& p : plans)
+    if (same_shapes(*p, inputs)) return *p;
+  std::vector<Shape> shapes;
+  for (const Tensor& t : inputs) shapes.push_back(t.shape());
+  PlannerOptions planner_options;
+  planner_options.num_threads = options.num_threads;
+  plans.push_back(build_plan(graph, shapes, backends, weights, planner_options));
+  return *plans.back();
+}
+
+Session::Session(const std::string& model_path, SessionOptions options)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->options = options;
+  impl_->owned_backends = select_backends(options.device);
+  for (auto& b : impl_->owned_backends) impl_->backends.push_back(b.get());
+  impl_->graph = load_model(model_path);
+  check_supported(impl_->graph, impl_->backends);
+  if (options.optimize) optimize_graph(impl_->graph);
+  for (const auto& v : impl_->graph.inputs) impl_->input_descs.push_back(describe(v));
+  for (const auto& v : impl_->graph.outputs) impl_->output_descs.push_back(describe(v));
+}
+
+Session::~Session() = default;
+Session::Session(Session&&) noexcept = default;
+Session& Session::operator=(Session&&) noexcept = default;
+
+const std::vector<ValueDesc>& Session::inputs() const { return impl_->input_descs; }
+const std::vector<ValueDesc>& Session::outputs() const { return impl_->output_descs; }
+
+std::vector<Shape> Session::output_shapes(std::span<const Tensor> inputs) {
+  impl_->check_inputs(inputs);
+  const Plan& plan = impl_->plan_for(inputs);
+  std::vector<Shape> shapes;
+  for (int id : plan.output_values) shapes.push_back(plan.values[id].type.shape);
+  return shapes;
+}
+
+std::string Session::explain(std::span<const Tensor> inputs) {
+  impl_->check_inputs(inputs);
+  return explain_plan(impl_->plan_for(inputs));
+}
+
+std::vector<Tensor> Session::run(const std::vector<std::pair<std::string, Tensor>>& named,
+                                 const RunOptions& run_options) {
+  std::vector<Tensor> ordered(impl_->graph.inputs.size());
+  std::vector<bool> given(ordered.size(), false);
+  for (const auto& [name, tensor] : named) {
+    size_t i = 0;
+    while (i < impl_->graph.inputs.size() && impl_->graph.inputs[i].name != name) ++i;
+    if (i == impl_->graph.inputs.size()) {
+      std::string names;
+      for (const auto& in : impl_->graph.inputs) names += (names.empty() ? "" : ", ") + in.name;
+      throw Error("the model has no input named '" + name + "' (its inputs: " + names + ")");
+    }
+    if (given[i]) throw Error("input '" + name + "' is given twice");
+    ordered[i] = tensor;
+    given[i] = true;
+  }
+  for (size_t i = 0; i < given.size(); ++i)
+    if (!given[i]) throw Error("input '" + impl_->graph.inputs[i].name + "' is missing");
+
+  std::vector<Tensor> outputs;
+  const Plan& plan = (impl_->check_inputs(ordered), impl_->plan_for(ordered));
+  for (int id : plan.output_values)
+    outputs.emplace_back(plan.values[id].type.dtype, plan.values[id].type.shape);
+  run(ordered, outputs, run_options);
+  return outputs;
+}
+
+void Session::run(std::span<const Tensor> inputs, std::span<Tensor> outputs,
+                  const RunOptions& run_options) {
+  impl_->check_inputs(inputs);
+  const Plan& plan = impl_->plan_for(inputs);
+  if (outputs.size() != plan.output_values.size())
+    throw Error("the model has " + std::to_string(plan.output_values.size()) + " outputs, got " +
+                std::to_string(outputs.size()) + " output tensors");
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const TensorType& t = plan.values[plan.output_values[i]].type;
+    if (outputs[i].dtype() != t.dtype || outputs[i].shape() != t.shape)
+      throw Error("output '" + impl_->graph.outputs[i].name + "' must be " + dtype_name(t.dtype) +
+                  " " + shape_to_string(t.shape) + ", got " + dtype_name(outputs[i].dtype()) + " " +
+                  shape_to_string(outputs[i].shape()));
+  }
+
+  std::unique_ptr<RunContext> context;
+  {
+    std::lock_guard lock(impl_->contexts_mutex);
+    if (!impl_->idle_contexts.empty()) {
+      context = std::move(impl_->idle_contexts.back());
+      impl_->idle_contexts.pop_back();
+    }
+  }
+  if (!context) context = std::make_unique<RunContext>(impl_->backends);
+  apply_thread_count(impl_->options.num_threads);
+  context->run(plan, inputs, outputs, impl_->options.num_threads, run_options.profile);
+  std::lock_guard lock(impl_->contexts_mutex);
+  impl_->idle_contexts.push_back(std::move(context));
+}
+
+}  // namespace ember

@@ -1,0 +1,166 @@
+#include "graph/passes/graph_edit.h"
+#include "graph/passes/passes.h"
+
+#include <memory>
+
+namespace ember {
+
+namespace {
+
+// The activation a node applies, as a FusedConv/FusedMatMul `activation` string and
+// its parameters; empty when the node is not a fusable activation.
+std::string activation_of(const Graph& graph, const Node& n, std::vector<float>* params) {
+  if (n.domain == "com.ember" && n.op_type == "Gelu") return "Gelu";
+  if (!n.domain.empty()) return "";
+  if (n.op_type == "Relu" || n.op_type == "Sigmoid" || n.op_type == "Tanh" ||
+      n.op_type == "HardSwish")
+    return n.op_type;
+  if (n.op_type == "LeakyRelu") {
+    *params = {n.attributes.get_float_or("alpha", 0.01f)};
+    return n.op_type;
+  }
+  if (n.op_type == "HardSigmoid") {
+    *params = {n.attributes.get_float_or("alpha", 0.2f), n.attributes.get_float_or("beta", 0.5f)};
+    return n.op_type;
+  }
+  if (n.op_type == "Gelu") {
+    return n.attributes.get_string_or("approximate", "none") == "tanh" ? "GeluTanh" : "Gelu";
+  }
+  if (n.op_type == "Clip") {
+    float lo = -3.402823466e38f, hi = 3.402823466e38f;
+    if (graph.opset("") < 11) {
+      lo = n.attributes.get_float_or("min", lo);
+      hi = n.attributes.get_float_or("max", hi);
+    } else {
+      if (n.inputs.size() > 1 && !n.inputs[1].empty() && !scalar_constant(graph, n.inputs[1], &lo))
+        return "";
+      if (n.inputs.size() > 2 && !n.inputs[2].empty() && !scalar_constant(graph, n.inputs[2], &hi))
+        return "";
+    }
+    *params = {lo, hi};
+    return "Clip";
+  }
+  return "";
+}
+
+struct Fusion {
+  std::vector<int> nodes;  // matched node indices, the base op first
+  Node fused;
+};
+
+class Fuser {
+ public:
+  explicit Fuser(Graph& graph) : graph_(graph), consumers_(graph), dead_(graph.nodes.size(), false) {}
+
+  int run() {
+    for (size_t i = 0; i < graph_.nodes.size(); ++i) {
+      const Node& n = graph_.nodes[i];
+      if (!n.domain.empty()) continue;
+      if (n.op_type == "Conv") fuse(static_cast<int>(i), "FusedConv", true);
+      if (n.op_type == "MatMul") fuse(static_cast<int>(i), "FusedMatMul", false);
+      if (n.op_type == "Gemm") fuse(static_cast<int>(i), "FusedGemm", false);
+    }
+    if (fusions_.empty()) return 0;
+    for (Fusion& f : fusions_) {
+      for (int k : f.nodes) dead_[k] = true;
+      graph_.nodes.push_back(std::move(f.fused));
+      dead_.push_back(false);
+    }
+    erase_nodes(graph_, dead_);
+    topological_sort(graph_);
+    return static_cast<int>(fusions_.size());
+  }
+
+ private:
+  // The only node reading `value`, if exactly one does and it is not a graph output.
+  int next(const std::string& value) const {
+    return consumers_.single_reader(value) ? consumers_.of(value)[0] : -1;
+  }
+
+  // A MatMul bias: a float constant [N] or [1, ..., N] matching B's last dim.
+  bool is_bias_for(const Node& matmul, const std::string& value) const {
+    auto b = graph_.initializers.find(matmul.inputs[1]);
+    auto c = graph_.initializers.find(value);
+    if (b == graph_.initializers.end() || c == graph_.initializers.end()) return false;
+    if (b->second.rank() != 2 || c->second.dtype() != DType::Float32) return false;
+    const int64_t n = b->second.shape()[1];
+    if (c->second.numel() != n) return false;
+    const Shape& s = c->second.shape();
+    return !s.empty() && s.back() == n;
+  }
+
+  void fuse(int base, const char* fused_op, bool is_conv) {
+    const Node& node = graph_.nodes[base];
+    Fusion f;
+    f.nodes = {base};
+    f.fused = node;
+    f.fused.op_type = fused_op;
+    f.fused.domain = "com.ember";
+    std::string out = node.outputs[0];
+
+    int n = next(out);
+    if (n >= 0 && graph_.nodes[n].op_type == "Add" && graph_.nodes[n].domain.empty() &&
+        graph_.nodes[n].inputs.size() == 2) {
+      const Node& add = graph_.nodes[n];
+      const std::string& other = add.inputs[0] == out ? add.inputs[1] : add.inputs[0];
+      const bool has_bias = node.inputs.size() > 2 && !node.inputs[2].empty();
+      if (is_conv && other != out && !graph_.is_initializer(other)) {
+        f.fused.inputs.resize(4);  // X, W, B (maybe ""), Z
+        f.fused.inputs[3] = other;
+      } else if (!is_conv && node.op_type == "MatMul" && !has_bias && is_bias_for(node, other)) {
+        f.fused.inputs = {node.inputs[0], node.inputs[1], other};
+      } else {
+        n = -1;
+      }
+      if (n >= 0) {
+        f.nodes.push_back(n);
+        out = add.outputs[0];
+        n = next(out);
+      }
+    }
+    std::vector<float> params;
+    std::string activation = n >= 0 ? activation_of(graph_, graph_.nodes[n], &params) : "";
+    if (!activation.empty()) {
+      f.nodes.push_back(n);
+      out = graph_.nodes[n].outputs[0];
+      f.fused.attributes.set_string("activation", activation);
+      f.fused.attributes.set_floats("activation_params", params);
+    }
+    if (f.nodes.size() == 1) return;
+    for (int k : f.nodes)
+      if (dead_[k]) return;  // already part of another fusion
+    f.fused.outputs = {out};
+    attach_decomposition(f);
+    for (int k : f.nodes) dead_[k] = true;
+    fusions_.push_back(std::move(f));
+  }
+
+  void attach_decomposition(Fusion& f) const {
+    auto decomposition = std::make_shared<Graph>();
+    for (int k : f.nodes) decomposition->nodes.push_back(graph_.nodes[k]);
+    Attribute a;
+    a.kind = Attribute::Kind::Graph;
+    a.g = std::move(decomposition);
+    f.fused.attributes.set(kDecompositionAttribute, std::move(a));
+  }
+
+  Graph& graph_;
+  Consumers consumers_;
+  std::vector<bool> dead_;
+  std::vector<Fusion> fusions_;
+};
+
+}  // namespace
+
+int fuse_bias_activation(Graph& graph) { return Fuser(graph).run(); }
+
+void optimize_graph(Graph& graph) {
+  fold_constants(graph);
+  eliminate_dead_code(graph);
+  fold_conv_batchnorm(graph);
+  fuse_gelu(graph);
+  fuse_bias_activation(graph);
+  eliminate_dead_code(graph);
+}
+
+}  // namespace ember

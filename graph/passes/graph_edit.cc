@@ -1,0 +1,62 @@
+#include "graph/passes/graph_edit.h"
+
+namespace ember {
+
+Consumers::Consumers(const Graph& graph) {
+  for (size_t i = 0; i < graph.nodes.size(); ++i)
+    for (const auto& in : graph.nodes[i].inputs)
+      if (!in.empty()) readers_[in].push_back(static_cast<int>(i));
+  for (const auto& out : graph.outputs) readers_[out.name].push_back(-1);
+}
+
+const std::vector<int>& Consumers::of(const std::string& value) const {
+  auto it = readers_.find(value);
+  return it == readers_.end() ? none_ : it->second;
+}
+
+bool Consumers::single_reader(const std::string& value) const {
+  const auto& r = of(value);
+  return r.size() == 1 && r[0] >= 0;
+}
+
+std::unordered_map<std::string, int> producers(const Graph& graph) {
+  std::unordered_map<std::string, int> p;
+  for (size_t i = 0; i < graph.nodes.size(); ++i)
+    for (const auto& out : graph.nodes[i].outputs)
+      if (!out.empty()) p[out] = static_cast<int>(i);
+  return p;
+}
+
+bool scalar_constant(const Graph& graph, const std::string& value, float* out) {
+  auto it = graph.initializers.find(value);
+  if (it == graph.initializers.end() || it->second.dtype() != DType::Float32 ||
+      it->second.numel() != 1)
+    return false;
+  *out = *it->second.data_as<float>();
+  return true;
+}
+
+void erase_nodes(Graph& graph, const std::vector<bool>& dead) {
+  std::vector<Node> kept;
+  kept.reserve(graph.nodes.size());
+  for (size_t i = 0; i < graph.nodes.size(); ++i)
+    if (!dead[i]) kept.push_back(std::move(graph.nodes[i]));
+  graph.nodes = std::move(kept);
+}
+
+}  // namespace ember
+
+namespace ember {
+
+bool can_fold(const Node& node) {
+  static const char* random_ops[] = {"RandomNormal", "RandomUniform", "RandomNormalLike",
+                                     "RandomUniformLike", "Multinomial", "Bernoulli"};
+  if (node.domain.empty())
+    for (const char* op : random_ops)
+      if (node.op_type == op) return false;
+  for (const auto& [_, a] : node.attributes.all())
+    if (a.g || !a.graphs.empty()) return false;
+  return true;
+}
+
+}  // namespace ember

@@ -1,0 +1,42 @@
+// Small helpers the passes share for reading and editing a graph.
+#pragma once
+
+#include "graph/graph.h"
+
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace ember {
+
+// Who reads each value (node indices; a graph output counts as a reader of -1).
+class Consumers {
+ public:
+  explicit Consumers(const Graph& graph);
+  const std::vector<int>& of(const std::string& value) const;
+  // Exactly one node reads it and it is not a graph output.
+  bool single_reader(const std::string& value) const;
+
+ private:
+  std::unordered_map<std::string, std::vector<int>> readers_;
+  std::vector<int> none_;
+};
+
+// The node index producing each value.
+std::unordered_map<std::string, int> producers(const Graph& graph);
+
+// A float32 initializer holding one value (any shape of one element): that value.
+bool scalar_constant(const Graph& graph, const std::string& value, float* out);
+
+// Removes the nodes whose indices are marked, keeping the order of the rest.
+void erase_nodes(Graph& graph, const std::vector<bool>& dead);
+
+}  // namespace ember
+
+namespace ember {
+
+// Whether a node's outputs follow from its inputs alone, so it may be evaluated
+// early (not random, no subgraph).
+bool can_fold(const Node& node);
+
+}  // namespace ember

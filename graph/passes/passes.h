@@ -1,0 +1,29 @@
+// Graph rewrite passes. Each is a function that changes a Graph in place and returns
+// how many rewrites it made, testable alone on a hand-built graph.
+#pragma once
+
+#include "graph/graph.h"
+
+namespace ember {
+
+// Evaluates nodes whose inputs are all initializers; their outputs become initializers.
+int fold_constants(Graph& graph);
+// Removes nodes no graph output depends on, and initializers nobody reads.
+int eliminate_dead_code(Graph& graph);
+// Conv followed by BatchNormalization (inference, constant statistics) becomes one
+// Conv with rescaled weights and bias.
+int fold_conv_batchnorm(Graph& graph);
+// x * 0.5 * (1 + Erf(x / sqrt(2))) as exporters write it becomes Gelu on x.
+int fuse_gelu(Graph& graph);
+// Conv / MatMul / Gemm followed by a bias Add, a residual Add and an activation become
+// com.ember FusedConv / FusedMatMul / FusedGemm, each carrying its unfused
+// decomposition so the planner can fall back to it where the fused kernel cannot run.
+int fuse_bias_activation(Graph& graph);
+
+// All of the above in order.
+void optimize_graph(Graph& graph);
+
+// The attribute holding a fused node's original nodes.
+inline constexpr const char* kDecompositionAttribute = "decomposition";
+
+}  // namespace ember

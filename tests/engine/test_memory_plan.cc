@@ -1,0 +1,52 @@
+#include "engine/src/memory_plan.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+namespace ember {
+namespace {
+
+bool overlap_in_time(const Lifetime& a, const Lifetime& b) {
+  return a.first_step <= b.last_step && b.first_step <= a.last_step;
+}
+
+TEST(MemoryPlan, ValuesAliveAtTheSameTimeNeverShareBytes) {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 50; ++trial) {
+    std::vector<Lifetime> lifetimes;
+    for (int i = 0; i < 40; ++i) {
+      const int first = static_cast<int>(rng() % 30);
+      lifetimes.push_back({1 + rng() % 5000, first, first + static_cast<int>(rng() % 6)});
+    }
+    const ArenaLayout layout = plan_arena(lifetimes);
+    size_t live_max = 0;
+    for (size_t i = 0; i < lifetimes.size(); ++i) {
+      EXPECT_EQ(layout.offsets[i] % 64, 0u);
+      EXPECT_LE(layout.offsets[i] + lifetimes[i].bytes, layout.peak_bytes);
+      for (size_t j = i + 1; j < lifetimes.size(); ++j) {
+        if (!overlap_in_time(lifetimes[i], lifetimes[j])) continue;
+        const bool disjoint = layout.offsets[i] + lifetimes[i].bytes <= layout.offsets[j] ||
+                              layout.offsets[j] + lifetimes[j].bytes <= layout.offsets[i];
+        EXPECT_TRUE(disjoint) << "values " << i << " and " << j << " overlap";
+      }
+    }
+    for (int step = 0; step < 36; ++step) {
+      size_t live = 0;
+      for (const auto& l : lifetimes)
+        if (l.first_step <= step && step <= l.last_step) live += (l.bytes + 63) / 64 * 64;
+      live_max = std::max(live_max, live);
+    }
+    EXPECT_GE(layout.peak_bytes, live_max);
+    EXPECT_LE(layout.peak_bytes, live_max * 2) << "greedy layout far from the live maximum";
+  }
+}
+
+TEST(MemoryPlan, ValuesWithDisjointLifetimesReuseBytes) {
+  const ArenaLayout layout = plan_arena({{1000, 0, 1}, {1000, 2, 3}, {1000, 4, 5}});
+  EXPECT_EQ(layout.peak_bytes, 1024u);
+  EXPECT_EQ(layout.offsets[0], layout.offsets[1]);
+}
+
+}  // namespace
+}  // namespace ember

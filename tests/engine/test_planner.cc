@@ -1,0 +1,208 @@
+// Placement, copy insertion, memory plan and allocation-free runs, on the CPU and
+// the test device, with small ops of a test domain registered here.
+#include "engine/src/executor.h"
+#include "engine/src/planner.h"
+#include "ops/registry.h"
+#include "test_device.h"
+
+#include <ember/error.h>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <new>
+#include <random>
+
+// Counts heap allocations made by this thread while `counting` is set.
+namespace {
+thread_local bool counting = false;
+thread_local int allocations = 0;
+}  // namespace
+
+void* operator new(size_t n) {
+  if (counting) ++allocations;
+  if (void* p = std::malloc(n ? n : 1)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, size_t) noexcept { std::free(p); }
+
+namespace ember {
+namespace {
+
+constexpr const char* kDomain = "test.ops";
+
+template <int Mul, int Add>
+void affine(const RunArgs& a) {
+  const Tensor& x = *a.inputs[0];
+  float* y = a.outputs[0]->data_as<float>();
+  for (int64_t i = 0; i < x.numel(); ++i) y[i] = x.data_as<float>()[i] * Mul + Add;
+}
+
+template <int Mul, int Add>
+std::unique_ptr<Kernel> make_affine(KernelInit&, std::string*) {
+  return std::make_unique<FunctionKernel>(&affine<Mul, Add>);
+}
+
+std::unique_ptr<Kernel> refuse(KernelInit&, std::string* why) {
+  *why = "the test device lacks this op";
+  return nullptr;
+}
+
+EMBER_SCHEMA("Scale2", kDomain, infer_same_as_input0);
+EMBER_SCHEMA("AddOne", kDomain, infer_same_as_input0);
+EMBER_SCHEMA("View", kDomain, infer_same_as_input0);
+EMBER_KERNEL("Scale2", kDomain, 1, kMaxOpset, DeviceKind::Cpu, (make_affine<2, 0>));
+EMBER_KERNEL("Scale2", kDomain, 1, kMaxOpset, DeviceKind::Test, (make_affine<2, 0>));
+EMBER_KERNEL("AddOne", kDomain, 1, kMaxOpset, DeviceKind::Cpu, (make_affine<1, 1>));
+EMBER_KERNEL("AddOne", kDomain, 1, kMaxOpset, DeviceKind::Test, refuse);
+EMBER_KERNEL_FLAGS("View", kDomain, 1, kMaxOpset, DeviceKind::Test, (make_affine<1, 0>),
+                   KernelFlags{.output_aliases_input0 = true});
+
+Node node(const char* op, std::vector<std::string> in, std::string out) {
+  Node n;
+  n.name = out + "_node";
+  n.op_type = op;
+  n.domain = kDomain;
+  n.inputs = std::move(in);
+  n.outputs = {std::move(out)};
+  return n;
+}
+
+// x -> Scale2 -> a -> AddOne -> b -> View -> v -> Scale2 -> c ; Scale2(x) -> d
+// outputs: c, a, d
+Graph mixed_graph() {
+  Graph g;
+  g.opset_imports[kDomain] = 1;
+  g.inputs.push_back({"x", DType::Float32, {{-1, "n"}}, true});
+  g.nodes = {node("Scale2", {"x"}, "a"), node("AddOne", {"a"}, "b"), node("View", {"b"}, "v"),
+             node("Scale2", {"v"}, "c"), node("Scale2", {"x"}, "d")};
+  for (const char* out : {"c", "a", "d"}) g.outputs.push_back({out, DType::Float32, {}, false});
+  return g;
+}
+
+struct Fixture {
+  testing::TestBackend test_device;
+  std::unique_ptr<Backend> cpu = make_cpu_backend();
+  std::vector<Backend*> backends{&test_device, cpu.get()};
+  WeightCache weights;
+};
+
+TEST(Planner, PlacesEachNodeOnThePreferredDeviceThatHasAKernel) {
+  Fixture f;
+  Graph g = mixed_graph();
+  const std::vector<Shape> shapes = {{5}};
+  auto plan = build_plan(g, shapes, f.backends, f.weights, {});
+  std::map<std::string, std::string> device_of;
+  for (const auto& s : plan->steps) device_of[s.node_label] = s.device.to_string();
+  EXPECT_EQ(device_of["Scale2 'a_node'"], "test:0");
+  EXPECT_EQ(device_of["AddOne 'b_node'"], "cpu");  // the test device refuses it
+  EXPECT_EQ(device_of["Scale2 'c_node'"], "test:0");
+  EXPECT_EQ(device_of.count("View 'v_node'"), 0u) << "an alias op must not run";
+  ASSERT_FALSE(plan->notes.empty());
+  EXPECT_NE(plan->notes[0].find("the test device lacks this op"), std::string::npos);
+}
+
+TEST(Planner, InsertsOneCopyPerValueAndDevice) {
+  Fixture f;
+  Graph g = mixed_graph();
+  const std::vector<Shape> shapes = {{5}};
+  auto plan = build_plan(g, shapes, f.backends, f.weights, {});
+  std::map<std::string, int> copies;
+  for (const auto& s : plan->steps)
+    if (s.op_type == "Copy") ++copies[s.node_label];
+  // x goes up once though two nodes read it; a comes down once for AddOne and is
+  // then copied to its output on the host; b goes up for the View/Scale2; c and d
+  // come down straight into their outputs.
+  EXPECT_EQ(copies["copy 'x' cpu->test:0"], 1);
+  EXPECT_EQ(copies["copy 'a' test:0->cpu"], 1);
+  EXPECT_EQ(copies["copy 'a' to output"], 1);
+  EXPECT_EQ(copies["copy 'b' cpu->test:0"], 1);
+  EXPECT_EQ(copies["copy 'c' test:0->to output"], 1);
+  EXPECT_EQ(copies["copy 'd' test:0->to output"], 1);
+  EXPECT_EQ(copies.size(), 6u);
+  for (const auto& [label, n] : copies) EXPECT_EQ(n, 1) << label;
+}
+
+TEST(Planner, RunsAcrossDevicesWithTheRightResults) {
+  Fixture f;
+  Graph g = mixed_graph();
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> dist(-2, 2);
+  Tensor x(DType::Float32, {7});
+  for (int i = 0; i < 7; ++i) x.data_as<float>()[i] = dist(rng);
+  const std::vector<Shape> shapes = {{7}};
+  auto plan = build_plan(g, shapes, f.backends, f.weights, {});
+  std::vector<Tensor> outs = {Tensor(DType::Float32, {7}), Tensor(DType::Float32, {7}),
+                              Tensor(DType::Float32, {7})};
+  RunContext ctx(f.backends);
+  ctx.run(*plan, std::span<const Tensor>(&x, 1), outs, 1, nullptr);
+  for (int i = 0; i < 7; ++i) {
+    const float xi = x.data_as<float>()[i];
+    EXPECT_FLOAT_EQ(outs[0].data_as<float>()[i], (2 * xi + 1) * 2);
+    EXPECT_FLOAT_EQ(outs[1].data_as<float>()[i], 2 * xi);
+    EXPECT_FLOAT_EQ(outs[2].data_as<float>()[i], 2 * xi);
+  }
+}
+
+TEST(Planner, ArenaValuesLiveAtTheSameTimeDoNotOverlap) {
+  Fixture f;
+  Graph g = mixed_graph();
+  const std::vector<Shape> shapes = {{1000}};
+  auto plan = build_plan(g, shapes, f.backends, f.weights, {});
+  std::vector<int> first(plan->values.size(), -1), last(plan->values.size(), -1);
+  for (size_t s = 0; s < plan->steps.size(); ++s) {
+    for (int id : plan->steps[s].outputs)
+      if (first[id] < 0) first[id] = static_cast<int>(s);
+    for (int id : plan->steps[s].inputs) last[id] = static_cast<int>(s);
+  }
+  for (size_t i = 0; i < plan->values.size(); ++i)
+    for (size_t j = i + 1; j < plan->values.size(); ++j) {
+      const auto &a = plan->values[i], &b = plan->values[j];
+      if (a.storage != Storage::Arena || b.storage != Storage::Arena || !(a.device == b.device)) continue;
+      if (a.alias_of >= 0 || b.alias_of >= 0 || first[i] < 0 || first[j] < 0) continue;
+      if (first[i] > std::max(first[j], last[j]) || first[j] > std::max(first[i], last[i])) continue;
+      EXPECT_TRUE(a.offset + 4000 <= b.offset || b.offset + 4000 <= a.offset)
+          << a.name << " and " << b.name << " share bytes while both alive";
+    }
+  EXPECT_GT(plan->arena_size(Device{DeviceKind::Test, 0}), 0u);
+}
+
+TEST(Executor, SteadyStateRunAllocatesNothing) {
+  Fixture f;
+  Graph g = mixed_graph();
+  Tensor x(DType::Float32, {64});
+  const std::vector<Shape> shapes = {{64}};
+  auto plan = build_plan(g, shapes, f.backends, f.weights, {});
+  std::vector<Tensor> outs = {Tensor(DType::Float32, {64}), Tensor(DType::Float32, {64}),
+                              Tensor(DType::Float32, {64})};
+  RunContext ctx(f.backends);
+  ctx.run(*plan, std::span<const Tensor>(&x, 1), outs, 1, nullptr);  // binds: allocates
+  const int arenas_before = f.test_device.allocations;
+  counting = true;
+  allocations = 0;
+  for (int i = 0; i < 3; ++i) ctx.run(*plan, std::span<const Tensor>(&x, 1), outs, 1, nullptr);
+  counting = false;
+  EXPECT_EQ(allocations, 0);
+  EXPECT_EQ(f.test_device.allocations, arenas_before);
+}
+
+TEST(Planner, UnsupportedOpsAreListedAllAtOnce) {
+  Fixture f;
+  Graph g = mixed_graph();
+  g.source = "m.onnx";
+  g.nodes.push_back(node("Mystery", {"x"}, "m1"));
+  g.nodes.push_back(node("Enigma", {"x"}, "m2"));
+  try {
+    check_supported(g, f.backends);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("m.onnx: 2 node(s)"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("Mystery 'm1_node'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("Enigma 'm2_node'"), std::string::npos) << msg;
+  }
+}
+
+}  // namespace
+}  // namespace ember
