@@ -59,21 +59,32 @@ inline __m256 fast_exp8(__m256 x) {
 }
 #endif
 
-// y[j] = exp(x[j] - m[j]) with m a scalar (kScalarShift) or one value per column.
+// y[j] = exp(x[j] - m[j]) with m a scalar (kScalarShift) or one value per column;
+// returns the sum of the y[j] (accumulated in the same pass).
 template <bool kScalarShift>
-void exp_shifted(const float* x, const float* m, float* y, int64_t n) {
+float exp_shifted(const float* x, const float* m, float* y, int64_t n) {
   int64_t j = 0;
+  float sum = 0;
 #if defined(__AVX2__) && defined(__FMA__)
+  __m256 acc = _mm256_setzero_ps();
   for (; j + 8 <= n; j += 8) {
     const __m256 shift = kScalarShift ? _mm256_set1_ps(*m) : _mm256_loadu_ps(m + j);
-    _mm256_storeu_ps(y + j, fast_exp8(_mm256_sub_ps(_mm256_loadu_ps(x + j), shift)));
+    const __m256 e = fast_exp8(_mm256_sub_ps(_mm256_loadu_ps(x + j), shift));
+    _mm256_storeu_ps(y + j, e);
+    acc = _mm256_add_ps(acc, e);
   }
+  float lanes[8];
+  _mm256_storeu_ps(lanes, acc);
+  for (float v : lanes) sum += v;
 #endif
-  for (; j < n; ++j) y[j] = fast_exp(x[j] - m[kScalarShift ? 0 : j]);
+  for (; j < n; ++j) sum += y[j] = fast_exp(x[j] - m[kScalarShift ? 0 : j]);
+  return sum;
 }
 template <bool kScalarShift>
-void exp_shifted(const double* x, const double* m, double* y, int64_t n) {
-  for (int64_t j = 0; j < n; ++j) y[j] = std::exp(x[j] - m[kScalarShift ? 0 : j]);
+double exp_shifted(const double* x, const double* m, double* y, int64_t n) {
+  double sum = 0;
+  for (int64_t j = 0; j < n; ++j) sum += y[j] = std::exp(x[j] - m[kScalarShift ? 0 : j]);
+  return sum;
 }
 
 template <class T>
@@ -90,19 +101,6 @@ T row_max(const T* x, int64_t n) {
   return m;
 }
 
-template <class T>
-T row_sum(const T* x, int64_t n) {
-  constexpr int kLanes = 16;  // independent partial sums so the loop vectorizes
-  T lanes[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int j = 0; j < kLanes; ++j) lanes[j] += x[i + j];
-  T s = 0;
-  for (int j = 0; j < kLanes; ++j) s += lanes[j];
-  for (; i < n; ++i) s += x[i];
-  return s;
-}
-
 template <class T, Mode kMode>
 void normalize_row(const T* x, T* y, int64_t n) {
   if constexpr (kMode == Mode::Hardmax) {
@@ -111,8 +109,7 @@ void normalize_row(const T* x, T* y, int64_t n) {
     y[at] = T(1);
   } else {
     const T m = row_max(x, n);
-    exp_shifted<true>(x, &m, y, n);
-    const T sum = row_sum(y, n);
+    const T sum = exp_shifted<true>(x, &m, y, n);
     if constexpr (kMode == Mode::Softmax) {
       const T scale = T(1) / sum;
       for (int64_t i = 0; i < n; ++i) y[i] *= scale;
