@@ -1,0 +1,171 @@
+// CPU kernel for LayerNormalization (opset 17): each row of the trailing dims from
+// `axis` on is normalized to zero mean and unit variance, then scaled and shifted.
+//
+// The row is small enough to stay in L1 (768 floats for BERT), so mean and variance
+// are two passes over it in registers, which is as fast as Welford and more accurate.
+#include "ops/cpu/parallel.h"
+#include "ops/registry.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+namespace ember {
+
+namespace {
+
+constexpr int kLanes = 16;  // independent partial sums so the loops vectorize
+
+template <class T>
+T sum_row(const T* x, int64_t n) {
+  T lanes[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int j = 0; j < kLanes; ++j) lanes[j] += x[i + j];
+  T s = 0;
+  for (int j = 0; j < kLanes; ++j) s += lanes[j];
+  for (; i < n; ++i) s += x[i];
+  return s;
+}
+
+template <class T>
+T squared_deviation(const T* x, int64_t n, T mean) {
+  T lanes[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int j = 0; j < kLanes; ++j) lanes[j] += (x[i + j] - mean) * (x[i + j] - mean);
+  T s = 0;
+  for (int j = 0; j < kLanes; ++j) s += lanes[j];
+  for (; i < n; ++i) s += (x[i] - mean) * (x[i] - mean);
+  return s;
+}
+
+// Where Scale or B sits relative to X under unidirectional broadcasting: element
+// offsets for X's flat index, with stride 0 on the broadcast dims.
+struct Broadcast {
+  int rank = 0;
+  std::array<int64_t, 16> x_dims{}, strides{};
+  bool contiguous_row = false;  // the normalized dims map one to one: row offset + j
+
+  int64_t offset(int64_t flat) const {
+    int64_t off = 0;
+    for (int d = rank - 1; d >= 0; --d) {
+      off += flat % x_dims[d] * strides[d];
+      flat /= x_dims[d];
+    }
+    return off;
+  }
+};
+
+Broadcast make_broadcast(const Shape& x, const Shape& p, int64_t axis) {
+  Broadcast b;
+  b.rank = static_cast<int>(x.size());
+  const size_t lead = x.size() - p.size();
+  int64_t stride = 1;
+  b.contiguous_row = true;
+  for (size_t d = x.size(); d-- > 0;) {
+    b.x_dims[d] = x[d];
+    const int64_t pd = d < lead ? 1 : p[d - lead];
+    b.strides[d] = pd == 1 ? 0 : stride;
+    if (static_cast<int64_t>(d) >= axis && pd != x[d] && x[d] != 1) b.contiguous_row = false;
+    stride *= pd;
+  }
+  return b;
+}
+
+template <class T>
+class LayerNormKernel final : public Kernel {
+ public:
+  LayerNormKernel(int64_t rows, int64_t cols, float epsilon, Broadcast scale, Broadcast bias)
+      : rows_(rows), cols_(cols), epsilon_(epsilon), scale_(scale), bias_(bias) {}
+
+  void run(const RunArgs& args) const override {
+    const T* x = args.inputs[0]->data_as<T>();
+    const T* scale = args.inputs[1]->data_as<T>();
+    const T* bias = args.inputs.size() > 2 && args.inputs[2] ? args.inputs[2]->data_as<T>() : nullptr;
+    T* y = args.outputs[0]->data_as<T>();
+    float* mean_out = output(args, 1);
+    float* inv_out = output(args, 2);
+    if (cols_ == 0) {  // the mean of nothing is NaN, as numpy has it
+      if (mean_out) std::fill(mean_out, mean_out + rows_, std::nanf(""));
+      if (inv_out) std::fill(inv_out, inv_out + rows_, std::nanf(""));
+      return;
+    }
+    parallel_for(rows_, cols_ * 8, [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        const T* in = x + r * cols_;
+        const T mean = sum_row(in, cols_) / T(cols_);
+        const T inv = T(1) / std::sqrt(squared_deviation(in, cols_, mean) / T(cols_) + T(epsilon_));
+        if (mean_out) mean_out[r] = float(mean);
+        if (inv_out) inv_out[r] = float(inv);
+        write_row(in, y + r * cols_, r * cols_, mean, inv, scale, bias);
+      }
+    });
+  }
+
+ private:
+  static float* output(const RunArgs& args, size_t i) {
+    return args.outputs.size() > i && args.outputs[i] ? args.outputs[i]->data_as<float>() : nullptr;
+  }
+
+  void write_row(const T* in, T* out, int64_t flat, T mean, T inv, const T* scale,
+                 const T* bias) const {
+    if (scale_.contiguous_row && (!bias || bias_.contiguous_row)) {
+      const T* s = scale + scale_.offset(flat);
+      if (bias) {
+        const T* b = bias + bias_.offset(flat);
+        for (int64_t j = 0; j < cols_; ++j) out[j] = (in[j] - mean) * inv * s[j] + b[j];
+      } else {
+        for (int64_t j = 0; j < cols_; ++j) out[j] = (in[j] - mean) * inv * s[j];
+      }
+      return;
+    }
+    // Scale or B broadcast inside the normalized dims: rare, index each element.
+    for (int64_t j = 0; j < cols_; ++j) {
+      const T b = bias ? bias[bias_.offset(flat + j)] : T(0);
+      out[j] = (in[j] - mean) * inv * scale[scale_.offset(flat + j)] + b;
+    }
+  }
+
+  int64_t rows_, cols_;
+  float epsilon_;
+  Broadcast scale_, bias_;
+};
+
+std::unique_ptr<Kernel> make_layer_norm(KernelInit& init, std::string* why_not) {
+  const Shape& x = init.inputs[0].shape;
+  const int64_t rank = static_cast<int64_t>(x.size());
+  int64_t axis = init.node.attributes.get_int_or("axis", -1);
+  if (axis < -rank || axis >= rank) init.fail("axis " + std::to_string(axis) + " is out of range");
+  if (axis < 0) axis += rank;
+  if (rank > 16) {
+    *why_not = "rank above 16";
+    return nullptr;
+  }
+  if (init.node.attributes.get_int_or("stash_type", 1) != 1) {
+    *why_not = "only stash_type 1 (float) is supported";
+    return nullptr;
+  }
+  const DType dtype = init.inputs[0].dtype;
+  const bool has_bias = init.inputs.size() > 2 && init.inputs[2].present();
+  if (init.inputs[1].dtype != dtype || (has_bias && init.inputs[2].dtype != dtype))
+    init.fail("Scale and B must have the dtype of X");
+  int64_t rows = 1, cols = 1;
+  for (int64_t d = 0; d < rank; ++d) (d < axis ? rows : cols) *= x[d];
+  const Broadcast scale = make_broadcast(x, init.inputs[1].shape, axis);
+  const Broadcast bias = has_bias ? make_broadcast(x, init.inputs[2].shape, axis) : Broadcast{};
+  const float epsilon = init.node.attributes.get_float_or("epsilon", 1e-5f);
+  switch (dtype) {
+    case DType::Float32: return std::make_unique<LayerNormKernel<float>>(rows, cols, epsilon, scale, bias);
+    case DType::Float64: return std::make_unique<LayerNormKernel<double>>(rows, cols, epsilon, scale, bias);
+    default:
+      *why_not = std::string(dtype_name(dtype)) + " is not supported";
+      return nullptr;
+  }
+}
+
+}  // namespace
+
+EMBER_KERNEL("LayerNormalization", "", 17, kMaxOpset, DeviceKind::Cpu, make_layer_norm);
+
+}  // namespace ember

@@ -1,0 +1,227 @@
+// CPU kernels for Softmax, LogSoftmax and Hardmax.
+//
+// Opsets 1-12 coerce the input to 2-D at `axis` (default 1) and normalize each row of
+// prod(dims[axis:]) elements; opset 13+ normalizes along the single dimension `axis`
+// (default -1). Both become [outer, n, inner] at plan time: rows are contiguous when
+// inner == 1 (the attention-scores hot path), otherwise columns are processed in
+// chunks so the inner loops stay contiguous.
+#include "ops/cpu/parallel.h"
+#include "ops/registry.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#endif
+
+namespace ember {
+
+namespace {
+
+enum class Mode { Softmax, LogSoftmax, Hardmax };
+
+constexpr int64_t kChunk = 64;  // columns per block when the axis is not innermost
+
+// exp with relative error ~2e-7 for x <= 88: x = n*ln2 + r with |r| <= ln2/2, exp(r)
+// by its degree-6 Taylor polynomial, 2^n built in the exponent bits; below -87.3 the
+// true value is under FLT_MIN and the result is 0. GCC will not vectorize std::exp
+// (nor this function's clamps, under the default -ftrapping-math), so the hot loops
+// use the 8-wide AVX2 copy below and this scalar one for their tails.
+inline float fast_exp(float x) {
+  const float xc = x < -87.3f ? -87.3f : x;
+  const float t = std::fma(xc, 1.44269504089f, 12582912.0f);  // n + 1.5*2^23: rounds
+  const float n = t - 12582912.0f;
+  const float r = std::fma(n, -1.42860677e-6f, std::fma(n, -0.693145752f, xc));
+  float p = 1.0f / 720;
+  for (float c : {1.0f / 120, 1.0f / 24, 1.0f / 6, 0.5f, 1.0f, 1.0f}) p = std::fma(p, r, c);
+  const int32_t bits = (std::bit_cast<int32_t>(t) - 0x4B400000 + 127) << 23;
+  return x < -87.3f ? 0.0f : p * std::bit_cast<float>(bits);
+}
+
+#if defined(__AVX2__) && defined(__FMA__)
+inline __m256 fast_exp8(__m256 x) {
+  const __m256 lo = _mm256_set1_ps(-87.3f), magic = _mm256_set1_ps(12582912.0f);
+  const __m256 xc = _mm256_max_ps(lo, x);  // NaN in x passes through
+  const __m256 t = _mm256_fmadd_ps(xc, _mm256_set1_ps(1.44269504089f), magic);
+  const __m256 n = _mm256_sub_ps(t, magic);
+  const __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.42860677e-6f),
+                                    _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145752f), xc));
+  __m256 p = _mm256_set1_ps(1.0f / 720);
+  for (float c : {1.0f / 120, 1.0f / 24, 1.0f / 6, 0.5f, 1.0f, 1.0f})
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(c));
+  const __m256i k = _mm256_sub_epi32(_mm256_castps_si256(t), _mm256_set1_epi32(0x4B400000 - 127));
+  const __m256 e = _mm256_mul_ps(p, _mm256_castsi256_ps(_mm256_slli_epi32(k, 23)));
+  return _mm256_and_ps(e, _mm256_cmp_ps(x, lo, _CMP_NLT_UQ));
+}
+#endif
+
+// y[j] = exp(x[j] - m[j]) with m a scalar (kScalarShift) or one value per column;
+// returns the sum of the y[j] (accumulated in the same pass).
+template <bool kScalarShift>
+float exp_shifted(const float* x, const float* m, float* y, int64_t n) {
+  int64_t j = 0;
+  float sum = 0;
+#if defined(__AVX2__) && defined(__FMA__)
+  __m256 acc = _mm256_setzero_ps();
+  for (; j + 8 <= n; j += 8) {
+    const __m256 shift = kScalarShift ? _mm256_set1_ps(*m) : _mm256_loadu_ps(m + j);
+    const __m256 e = fast_exp8(_mm256_sub_ps(_mm256_loadu_ps(x + j), shift));
+    _mm256_storeu_ps(y + j, e);
+    acc = _mm256_add_ps(acc, e);
+  }
+  float lanes[8];
+  _mm256_storeu_ps(lanes, acc);
+  for (float v : lanes) sum += v;
+#endif
+  for (; j < n; ++j) sum += y[j] = fast_exp(x[j] - m[kScalarShift ? 0 : j]);
+  return sum;
+}
+template <bool kScalarShift>
+double exp_shifted(const double* x, const double* m, double* y, int64_t n) {
+  double sum = 0;
+  for (int64_t j = 0; j < n; ++j) sum += y[j] = std::exp(x[j] - m[kScalarShift ? 0 : j]);
+  return sum;
+}
+
+template <class T>
+T row_max(const T* x, int64_t n) {
+  constexpr int kLanes = 16;  // independent maxima so the loop vectorizes
+  T lanes[kLanes];
+  std::fill(lanes, lanes + kLanes, -std::numeric_limits<T>::infinity());
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int j = 0; j < kLanes; ++j) lanes[j] = lanes[j] > x[i + j] ? lanes[j] : x[i + j];
+  T m = -std::numeric_limits<T>::infinity();
+  for (int j = 0; j < kLanes; ++j) m = std::max(m, lanes[j]);
+  for (; i < n; ++i) m = std::max(m, x[i]);
+  return m;
+}
+
+template <class T, Mode kMode>
+void normalize_row(const T* x, T* y, int64_t n) {
+  if constexpr (kMode == Mode::Hardmax) {
+    const int64_t at = std::max_element(x, x + n) - x;  // first of equal maxima
+    std::fill(y, y + n, T(0));
+    y[at] = T(1);
+  } else {
+    const T m = row_max(x, n);
+    const T sum = exp_shifted<true>(x, &m, y, n);
+    if constexpr (kMode == Mode::Softmax) {
+      const T scale = T(1) / sum;
+      for (int64_t i = 0; i < n; ++i) y[i] *= scale;
+    } else {
+      // (x - m) - log(sum) rather than x - (m + log(sum)): x - m is exact, so large
+      // inputs do not lose the result to rounding at their magnitude.
+      const T log_sum = std::log(sum);
+      for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - m) - log_sum;
+    }
+  }
+}
+
+// Normalizes `w` columns at stride `inner` over `n` rows (the axis is not innermost).
+template <class T, Mode kMode>
+void normalize_columns(const T* x, T* y, int64_t n, int64_t inner, int64_t w) {
+  T m[kChunk], s[kChunk];
+  std::fill(m, m + w, -std::numeric_limits<T>::infinity());
+  int64_t best[kChunk] = {};
+  for (int64_t a = 0; a < n; ++a) {
+    const T* row = x + a * inner;
+    if constexpr (kMode == Mode::Hardmax) {
+      for (int64_t j = 0; j < w; ++j)
+        if (row[j] > m[j]) m[j] = row[j], best[j] = a;
+    } else {
+      for (int64_t j = 0; j < w; ++j) m[j] = std::max(m[j], row[j]);
+    }
+  }
+  if constexpr (kMode == Mode::Hardmax) {
+    for (int64_t a = 0; a < n; ++a)
+      for (int64_t j = 0; j < w; ++j) y[a * inner + j] = T(best[j] == a);
+    return;
+  } else {
+    std::fill(s, s + w, T(0));
+    for (int64_t a = 0; a < n; ++a) {
+      const T* in = x + a * inner;
+      T* out = y + a * inner;
+      exp_shifted<false>(in, m, out, w);  // LogSoftmax overwrites it below
+      for (int64_t j = 0; j < w; ++j) s[j] += out[j];
+    }
+    for (int64_t j = 0; j < w; ++j)
+      s[j] = kMode == Mode::Softmax ? T(1) / s[j] : std::log(s[j]);
+    for (int64_t a = 0; a < n; ++a) {
+      const T* in = x + a * inner;
+      T* out = y + a * inner;
+      if constexpr (kMode == Mode::Softmax)
+        for (int64_t j = 0; j < w; ++j) out[j] *= s[j];
+      else
+        for (int64_t j = 0; j < w; ++j) out[j] = (in[j] - m[j]) - s[j];
+    }
+  }
+}
+
+template <class T, Mode kMode>
+class SoftmaxKernel final : public Kernel {
+ public:
+  SoftmaxKernel(int64_t outer, int64_t n, int64_t inner) : outer_(outer), n_(n), inner_(inner) {}
+
+  void run(const RunArgs& args) const override {
+    const T* x = args.inputs[0]->data_as<T>();
+    T* y = args.outputs[0]->data_as<T>();
+    if (n_ == 0) return;
+    if (inner_ == 1) {
+      parallel_for(outer_, n_ * 16, [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) normalize_row<T, kMode>(x + r * n_, y + r * n_, n_);
+      });
+      return;
+    }
+    const int64_t chunks = (inner_ + kChunk - 1) / kChunk;
+    parallel_for(outer_ * chunks, n_ * kChunk * 16, [&](int64_t begin, int64_t end) {
+      for (int64_t item = begin; item < end; ++item) {
+        const int64_t o = item / chunks, c0 = item % chunks * kChunk;
+        const int64_t offset = o * n_ * inner_ + c0;
+        normalize_columns<T, kMode>(x + offset, y + offset, n_, inner_,
+                                    std::min(kChunk, inner_ - c0));
+      }
+    });
+  }
+
+ private:
+  int64_t outer_, n_, inner_;
+};
+
+template <Mode kMode>
+std::unique_ptr<Kernel> make_softmax(KernelInit& init, std::string* why_not) {
+  const Shape& shape = init.inputs[0].shape;
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  const bool coerced = init.opset < 13;
+  int64_t axis = init.node.attributes.get_int_or("axis", coerced ? 1 : -1);
+  if (axis < -rank || axis > (coerced ? rank : rank - 1))
+    init.fail("axis " + std::to_string(axis) + " is out of range");
+  if (axis < 0) axis += rank;
+  auto product = [&](int64_t from, int64_t to) {
+    int64_t p = 1;
+    for (int64_t d = from; d < to; ++d) p *= shape[d];
+    return p;
+  };
+  const int64_t outer = product(0, axis);
+  const int64_t n = coerced ? product(axis, rank) : shape[axis];
+  const int64_t inner = coerced ? 1 : product(axis + 1, rank);
+  switch (init.inputs[0].dtype) {
+    case DType::Float32: return std::make_unique<SoftmaxKernel<float, kMode>>(outer, n, inner);
+    case DType::Float64: return std::make_unique<SoftmaxKernel<double, kMode>>(outer, n, inner);
+    default:
+      *why_not = std::string(dtype_name(init.inputs[0].dtype)) + " is not supported";
+      return nullptr;
+  }
+}
+
+}  // namespace
+
+EMBER_KERNEL("Softmax", "", 1, kMaxOpset, DeviceKind::Cpu, make_softmax<Mode::Softmax>);
+EMBER_KERNEL("LogSoftmax", "", 1, kMaxOpset, DeviceKind::Cpu, make_softmax<Mode::LogSoftmax>);
+EMBER_KERNEL("Hardmax", "", 1, kMaxOpset, DeviceKind::Cpu, make_softmax<Mode::Hardmax>);
+
+}  // namespace ember
