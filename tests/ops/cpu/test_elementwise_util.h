@@ -12,6 +12,7 @@
 #include <cmath>
 #include <functional>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -63,11 +64,22 @@ inline Tensor random_tensor(DType dtype, const Shape& shape, double lo, double h
   return t;
 }
 
+// "Add float32 [2, 3] [3]": names a case in failure messages.
+template <class... Parts> std::string describe(const Parts&... parts) {
+  std::ostringstream out;
+  ((out << parts << ' '), ...);
+  return out.str();
+}
+
 inline Node make_node(const std::string& op, size_t num_inputs, Attributes attrs = {}) {
   Node node;
   node.name = "n_" + op;
   node.op_type = op;
-  for (size_t i = 0; i < num_inputs; ++i) node.inputs.push_back("x" + std::to_string(i));
+  for (size_t i = 0; i < num_inputs; ++i) {
+    std::string name(1, 'x');
+    name += std::to_string(i);
+    node.inputs.push_back(name);
+  }
   node.outputs = {"y"};
   node.attributes = std::move(attrs);
   return node;
