@@ -1,0 +1,112 @@
+// Schemas of the elementwise math ops and activations: the output has the input's
+// dtype, and the (numpy-broadcast) shape of the inputs.
+#include "graph/schema.h"
+
+#include <ember/error.h>
+
+namespace ember {
+namespace {
+
+// All present inputs have input 0's dtype; the output is their broadcast shape.
+std::vector<TensorType> infer_broadcast(const InferContext& ctx) {
+  if (ctx.num_inputs() == 0) ctx.fail("needs at least one input");
+  TensorType out = ctx.input(0);
+  for (size_t i = 1; i < ctx.num_inputs(); ++i) {
+    const TensorType& in = ctx.input(i);
+    if (in.dtype != out.dtype)
+      ctx.fail(std::string("input ") + std::to_string(i) + " is " + dtype_name(in.dtype) +
+               ", expected " + dtype_name(out.dtype) + " like input 0");
+    out.shape = broadcast_shapes(out.shape, in.shape, ctx);
+  }
+  return {out};
+}
+
+// Pow's exponent may have another dtype than its base.
+std::vector<TensorType> infer_pow(const InferContext& ctx) {
+  return {{ctx.input(0).dtype, broadcast_shapes(ctx.input(0).shape, ctx.input(1).shape, ctx)}};
+}
+
+// The slope broadcasts to X (one direction only).
+std::vector<TensorType> infer_prelu(const InferContext& ctx) {
+  const TensorType& x = ctx.input(0);
+  const TensorType& slope = ctx.input(1);
+  if (slope.dtype != x.dtype) ctx.fail("slope must have the dtype of X");
+  if (broadcast_shapes(x.shape, slope.shape, ctx) != x.shape)
+    ctx.fail("slope " + shape_to_string(slope.shape) + " does not broadcast to X " +
+             shape_to_string(x.shape));
+  return {x};
+}
+
+// Opset 11+ bounds are optional scalar inputs of X's dtype.
+std::vector<TensorType> infer_clip(const InferContext& ctx) {
+  for (size_t i = 1; ctx.opset >= 11 && i < ctx.num_inputs(); ++i) {
+    if (!ctx.has_input(i)) continue;
+    if (shape_numel(ctx.inputs[i].shape) != 1)
+      ctx.fail(std::string(i == 1 ? "min" : "max") + " must be a scalar, got shape " +
+               shape_to_string(ctx.inputs[i].shape));
+    if (ctx.inputs[i].dtype != ctx.input(0).dtype)
+      ctx.fail(std::string(i == 1 ? "min" : "max") + " must have the input's dtype");
+  }
+  return {ctx.input(0)};
+}
+
+}  // namespace
+
+#define EMBER_SAME_AS_INPUT(op) EMBER_SCHEMA(op, "", infer_same_as_input0)
+EMBER_SAME_AS_INPUT("Sqrt");
+EMBER_SAME_AS_INPUT("Exp");
+EMBER_SAME_AS_INPUT("Log");
+EMBER_SAME_AS_INPUT("Neg");
+EMBER_SAME_AS_INPUT("Abs");
+EMBER_SAME_AS_INPUT("Reciprocal");
+EMBER_SAME_AS_INPUT("Floor");
+EMBER_SAME_AS_INPUT("Ceil");
+EMBER_SAME_AS_INPUT("Round");
+EMBER_SAME_AS_INPUT("Sign");
+EMBER_SAME_AS_INPUT("Sin");
+EMBER_SAME_AS_INPUT("Cos");
+EMBER_SAME_AS_INPUT("Tan");
+EMBER_SAME_AS_INPUT("Asin");
+EMBER_SAME_AS_INPUT("Acos");
+EMBER_SAME_AS_INPUT("Atan");
+EMBER_SAME_AS_INPUT("Sinh");
+EMBER_SAME_AS_INPUT("Cosh");
+EMBER_SAME_AS_INPUT("Asinh");
+EMBER_SAME_AS_INPUT("Acosh");
+EMBER_SAME_AS_INPUT("Atanh");
+EMBER_SAME_AS_INPUT("Erf");
+EMBER_SAME_AS_INPUT("BitwiseNot");
+EMBER_SAME_AS_INPUT("Relu");
+EMBER_SAME_AS_INPUT("LeakyRelu");
+EMBER_SAME_AS_INPUT("Sigmoid");
+EMBER_SAME_AS_INPUT("HardSigmoid");
+EMBER_SAME_AS_INPUT("HardSwish");
+EMBER_SAME_AS_INPUT("Tanh");
+EMBER_SAME_AS_INPUT("Elu");
+EMBER_SAME_AS_INPUT("Selu");
+EMBER_SAME_AS_INPUT("Celu");
+EMBER_SAME_AS_INPUT("Softplus");
+EMBER_SAME_AS_INPUT("Softsign");
+EMBER_SAME_AS_INPUT("ThresholdedRelu");
+EMBER_SAME_AS_INPUT("Mish");
+EMBER_SAME_AS_INPUT("Gelu");
+#undef EMBER_SAME_AS_INPUT
+
+EMBER_SCHEMA("Add", "", infer_broadcast);
+EMBER_SCHEMA("Sub", "", infer_broadcast);
+EMBER_SCHEMA("Mul", "", infer_broadcast);
+EMBER_SCHEMA("Div", "", infer_broadcast);
+EMBER_SCHEMA("Mod", "", infer_broadcast);
+EMBER_SCHEMA("BitShift", "", infer_broadcast);
+EMBER_SCHEMA("BitwiseAnd", "", infer_broadcast);
+EMBER_SCHEMA("BitwiseOr", "", infer_broadcast);
+EMBER_SCHEMA("BitwiseXor", "", infer_broadcast);
+EMBER_SCHEMA("Max", "", infer_broadcast);
+EMBER_SCHEMA("Min", "", infer_broadcast);
+EMBER_SCHEMA("Sum", "", infer_broadcast);
+EMBER_SCHEMA("Mean", "", infer_broadcast);
+EMBER_SCHEMA("Pow", "", infer_pow);
+EMBER_SCHEMA("PRelu", "", infer_prelu);
+EMBER_SCHEMA("Clip", "", infer_clip);
+
+}  // namespace ember

@@ -1,0 +1,323 @@
+// The CPU elementwise driver. An elementwise op is a scalar functor; this header
+// brings the rest: dtype dispatch, a broadcasting plan made when the kernel is built,
+// threading, and inner loops over contiguous spans that GCC vectorizes for float.
+//
+// Functors take and return the "compute type" of the element type (float for
+// float16/bfloat16, the type itself otherwise); the driver converts on load/store.
+#pragma once
+
+#include "ops/cpu/float16.h"
+#include "ops/cpu/parallel.h"
+#include "ops/kernel.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <type_traits>
+
+namespace ember {
+
+// ---- Fused activations (an in-place epilogue other float kernels can call) ----------
+
+enum class Activation { None, Relu, LeakyRelu, Clip, Sigmoid, Tanh, HardSigmoid, HardSwish, Gelu, GeluTanh };
+
+// Applies `act` to data[0, n) in place. params: LeakyRelu {alpha}, Clip {min, max},
+// HardSigmoid {alpha, beta}; the others read none (params may be nullptr).
+void apply_activation(Activation act, const float* params, float* data, int64_t n);
+
+// ---- Element types ------------------------------------------------------------------
+
+template <class T> constexpr DType dtype_of() {
+  if constexpr (std::is_same_v<T, float>) return DType::Float32;
+  else if constexpr (std::is_same_v<T, double>) return DType::Float64;
+  else if constexpr (std::is_same_v<T, Float16>) return DType::Float16;
+  else if constexpr (std::is_same_v<T, BFloat16>) return DType::BFloat16;
+  else if constexpr (std::is_same_v<T, int8_t>) return DType::Int8;
+  else if constexpr (std::is_same_v<T, int16_t>) return DType::Int16;
+  else if constexpr (std::is_same_v<T, int32_t>) return DType::Int32;
+  else if constexpr (std::is_same_v<T, int64_t>) return DType::Int64;
+  else if constexpr (std::is_same_v<T, uint8_t>) return DType::UInt8;
+  else if constexpr (std::is_same_v<T, uint16_t>) return DType::UInt16;
+  else if constexpr (std::is_same_v<T, uint32_t>) return DType::UInt32;
+  else if constexpr (std::is_same_v<T, uint64_t>) return DType::UInt64;
+  else if constexpr (std::is_same_v<T, bool>) return DType::Bool;
+  else static_assert(sizeof(T) == 0, "no DType for this type");
+}
+
+template <class T> inline constexpr bool is_reduced_float_v =
+    std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
+template <class T> inline constexpr bool is_float_v =
+    std::is_floating_point_v<T> || is_reduced_float_v<T>;
+
+inline bool is_float_dtype(DType d) {
+  return d == DType::Float32 || d == DType::Float64 || d == DType::Float16 || d == DType::BFloat16;
+}
+
+template <class T> using compute_t = std::conditional_t<is_reduced_float_v<T>, float, T>;
+
+template <class... Ts> struct TypeList {};
+template <class T> struct TypeTag { using type = T; };
+
+using FloatTypes = TypeList<float, double, Float16, BFloat16>;
+using IntTypes = TypeList<int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t>;
+using SignedTypes = TypeList<float, double, Float16, BFloat16, int8_t, int16_t, int32_t, int64_t>;
+using NumericTypes = TypeList<float, double, Float16, BFloat16, int8_t, int16_t, int32_t, int64_t,
+                              uint8_t, uint16_t, uint32_t, uint64_t>;
+using AllTypes = TypeList<float, double, Float16, BFloat16, int8_t, int16_t, int32_t, int64_t,
+                          uint8_t, uint16_t, uint32_t, uint64_t, bool>;
+
+// Calls fn(TypeTag<T>{}) for the T in the list whose DType is `dtype`; false if none.
+template <class... Ts, class Fn>
+bool dispatch(TypeList<Ts...>, DType dtype, Fn&& fn) {
+  return ((dtype == dtype_of<Ts>() && (fn(TypeTag<Ts>{}), true)) || ...);
+}
+
+// Converts between any two element types as ONNX Cast does: float -> int truncates
+// toward zero, anything -> bool is "!= 0", reduced floats go through float (or, from
+// double, through a round-to-odd float so the result is rounded once).
+template <class Out, class In> Out convert(In x) {
+  if constexpr (std::is_same_v<Out, In>) return x;
+  else if constexpr (is_reduced_float_v<In>) return convert<Out>(static_cast<float>(x));
+  else if constexpr (is_reduced_float_v<Out>) {
+    if constexpr (std::is_same_v<In, float>) return Out(x);
+    else return Out(static_cast<double>(x));
+  } else if constexpr (std::is_same_v<Out, bool>) return x != In(0);
+  else return static_cast<Out>(x);
+}
+
+// ---- Broadcasting plan --------------------------------------------------------------
+
+inline constexpr int kMaxBroadcastInputs = 3;
+inline constexpr int kMaxBroadcastDims = 16;
+
+// The output shape with size-1 dims dropped and neighbouring dims merged where every
+// input broadcasts them alike, plus each input's element stride per merged dim (0 where
+// it broadcasts). The last dim is the contiguous inner span the loops run over.
+struct BroadcastPlan {
+  int num_inputs = 0;
+  int rank = 1;
+  int64_t numel = 0;
+  int64_t dims[kMaxBroadcastDims] = {1};
+  int64_t strides[kMaxBroadcastInputs][kMaxBroadcastDims] = {};
+
+  int64_t inner() const { return dims[rank - 1]; }
+  bool inner_contiguous(int input) const { return strides[input][rank - 1] != 0; }
+};
+
+// False (with *why_not) when an input does not broadcast to `out`, or the merged
+// shape has more dims than the plan holds.
+bool make_broadcast_plan(const Shape& out, std::initializer_list<const Shape*> inputs,
+                         BroadcastPlan* plan, std::string* why_not);
+
+// Calls body(in_offsets, out_offset, length) for the contiguous spans of output
+// elements [begin, end); in_offsets[k] is input k's element offset at the span start.
+template <class Body>
+void for_each_span(const BroadcastPlan& p, int64_t begin, int64_t end, const Body& body) {
+  const int64_t inner = p.inner();
+  const int outer_rank = p.rank - 1;
+  int64_t idx[kMaxBroadcastDims];
+  int64_t off[kMaxBroadcastInputs] = {};
+  int64_t row = begin / inner, col = begin % inner;
+  for (int d = outer_rank - 1; d >= 0; --d) {
+    idx[d] = row % p.dims[d];
+    row /= p.dims[d];
+    for (int k = 0; k < p.num_inputs; ++k) off[k] += idx[d] * p.strides[k][d];
+  }
+  for (int64_t pos = begin; pos < end; col = 0) {
+    const int64_t len = std::min(inner - col, end - pos);
+    int64_t at[kMaxBroadcastInputs];
+    for (int k = 0; k < p.num_inputs; ++k) at[k] = off[k] + col * p.strides[k][outer_rank];
+    body(at, pos, len);
+    pos += len;
+    for (int d = outer_rank - 1; d >= 0; --d) {  // odometer step to the next row
+      for (int k = 0; k < p.num_inputs; ++k) off[k] += p.strides[k][d];
+      if (++idx[d] < p.dims[d]) break;
+      for (int k = 0; k < p.num_inputs; ++k) off[k] -= p.strides[k][d] * p.dims[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+// Runs for_each_span over the whole output, in parallel.
+template <class Body>
+void for_each_span_parallel(const BroadcastPlan& p, int64_t cost_per_item, const Body& body) {
+  parallel_for(p.numel, cost_per_item,
+               [&](int64_t begin, int64_t end) { for_each_span(p, begin, end, body); });
+}
+
+// ---- Loops --------------------------------------------------------------------------
+
+// y[i] = f(x[i]) over contiguous memory (y may be x).
+template <class In, class Out, class F>
+void unary_map(const In* x, Out* y, int64_t n, const F& f, int64_t cost_per_item = 1) {
+  using C = compute_t<In>;
+  parallel_for(n, cost_per_item, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) y[i] = Out(f(C(x[i])));
+  });
+}
+
+// out = f(a, b) with a, b broadcast as the plan says (out may be a or b when that
+// input is not broadcast).
+template <class A, class B, class Out, class F>
+void binary_map(const BroadcastPlan& p, const A* a, const B* b, Out* out, const F& f,
+                int64_t cost_per_item = 1) {
+  using CA = compute_t<A>;
+  using CB = compute_t<B>;
+  const bool full_a = p.inner_contiguous(0), full_b = p.inner_contiguous(1);
+  for_each_span_parallel(p, cost_per_item, [&](const int64_t* at, int64_t o, int64_t n) {
+    const A* x = a + at[0];
+    const B* y = b + at[1];
+    Out* z = out + o;
+    if (full_a && full_b) {
+      for (int64_t i = 0; i < n; ++i) z[i] = Out(f(CA(x[i]), CB(y[i])));
+    } else if (full_a) {
+      const CB yv = CB(*y);
+      for (int64_t i = 0; i < n; ++i) z[i] = Out(f(CA(x[i]), yv));
+    } else {
+      const CA xv = CA(*x);
+      for (int64_t i = 0; i < n; ++i) z[i] = Out(f(xv, CB(y[i])));
+    }
+  });
+}
+
+// ---- Kernels ------------------------------------------------------------------------
+
+template <class In, class Out, class F>
+class UnaryKernel final : public Kernel {
+ public:
+  UnaryKernel(F f, int64_t cost) : f_(f), cost_(cost) {}
+  void run(const RunArgs& args) const override {
+    unary_map(args.inputs[0]->data_as<In>(), args.outputs[0]->data_as<Out>(),
+              args.outputs[0]->numel(), f_, cost_);
+  }
+
+ private:
+  F f_;
+  int64_t cost_;
+};
+
+template <class A, class B, class Out, class F>
+class BinaryKernel final : public Kernel {
+ public:
+  BinaryKernel(const BroadcastPlan& plan, F f, int64_t cost) : plan_(plan), f_(f), cost_(cost) {}
+  void run(const RunArgs& args) const override {
+    binary_map(plan_, args.inputs[0]->data_as<A>(), args.inputs[1]->data_as<B>(),
+               args.outputs[0]->data_as<Out>(), f_, cost_);
+  }
+
+ private:
+  BroadcastPlan plan_;
+  F f_;
+  int64_t cost_;
+};
+
+inline std::string unsupported_dtype(const KernelInit& init, DType dtype) {
+  return init.node.op_type + " on " + dtype_name(dtype) + " is not supported";
+}
+
+// A kernel computing f(x) elementwise for x's dtype among `types`; the output is
+// the same type, or bool when `BoolOut`.
+template <bool BoolOut = false, class... Ts, class F>
+std::unique_ptr<Kernel> make_unary(KernelInit& init, std::string* why_not, TypeList<Ts...> types,
+                                   F f, int64_t cost = 1) {
+  std::unique_ptr<Kernel> kernel;
+  const DType dtype = init.inputs[0].dtype;
+  dispatch(types, dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using Out = std::conditional_t<BoolOut, bool, T>;
+    kernel = std::make_unique<UnaryKernel<T, Out, F>>(f, cost);
+  });
+  if (!kernel) *why_not = unsupported_dtype(init, dtype);
+  return kernel;
+}
+
+// A kernel computing f(a, b) with numpy broadcasting, a and b of the same dtype among
+// `types`; the output is that type, or bool when `BoolOut`.
+template <bool BoolOut = false, class... Ts, class F>
+std::unique_ptr<Kernel> make_binary(KernelInit& init, std::string* why_not, TypeList<Ts...> types,
+                                    F f, int64_t cost = 1) {
+  const DType dtype = init.inputs[0].dtype;
+  if (init.inputs[1].dtype != dtype) {
+    *why_not = init.node.op_type + " needs equal input dtypes";
+    return nullptr;
+  }
+  BroadcastPlan plan;
+  if (!make_broadcast_plan(init.outputs[0].shape, {&init.inputs[0].shape, &init.inputs[1].shape},
+                           &plan, why_not))
+    return nullptr;
+  std::unique_ptr<Kernel> kernel;
+  dispatch(types, dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using Out = std::conditional_t<BoolOut, bool, T>;
+    kernel = std::make_unique<BinaryKernel<T, T, Out, F>>(plan, f, cost);
+  });
+  if (!kernel) *why_not = unsupported_dtype(init, dtype);
+  return kernel;
+}
+
+// ---- Integer arithmetic without undefined behaviour ---------------------------------
+
+// Integer ops wrap around (two's complement) rather than overflow into UB; small types
+// are widened to unsigned int so that, e.g., uint16 * uint16 cannot overflow int.
+template <class T> using wrap_t = std::make_unsigned_t<std::common_type_t<T, unsigned>>;
+template <class T> T wrapping_add(T a, T b) { return T(wrap_t<T>(a) + wrap_t<T>(b)); }
+template <class T> T wrapping_sub(T a, T b) { return T(wrap_t<T>(a) - wrap_t<T>(b)); }
+template <class T> T wrapping_mul(T a, T b) { return T(wrap_t<T>(a) * wrap_t<T>(b)); }
+template <class T> T wrapping_neg(T a) { return T(wrap_t<T>(0) - wrap_t<T>(a)); }
+
+// ---- Implementation of make_broadcast_plan ------------------------------------------
+
+inline bool make_broadcast_plan(const Shape& out, std::initializer_list<const Shape*> inputs,
+                                BroadcastPlan* plan, std::string* why_not) {
+  BroadcastPlan p;
+  p.num_inputs = static_cast<int>(inputs.size());
+  p.numel = shape_numel(out);
+  p.rank = 0;
+  const int out_rank = static_cast<int>(out.size());
+  bool last_full[kMaxBroadcastInputs] = {};
+  bool full[kMaxBroadcastInputs][kMaxBroadcastDims] = {};
+  for (int d = 0; d < out_rank; ++d) {
+    if (out[d] == 1) continue;  // every input is 1 there too
+    bool pattern[kMaxBroadcastInputs];
+    int k = 0;
+    for (const Shape* s : inputs) {
+      const int pad = out_rank - static_cast<int>(s->size());
+      const int64_t dim = d < pad ? 1 : (*s)[d - pad];
+      if (dim != out[d] && dim != 1) {
+        *why_not = "shape " + shape_to_string(*s) + " does not broadcast to " + shape_to_string(out);
+        return false;
+      }
+      pattern[k++] = dim == out[d];
+    }
+    const bool same = p.rank > 0 && std::equal(pattern, pattern + k, last_full);
+    if (same) {
+      p.dims[p.rank - 1] *= out[d];
+      continue;
+    }
+    if (p.rank == kMaxBroadcastDims) {
+      *why_not = "broadcast to " + shape_to_string(out) + " needs more than 16 dims";
+      return false;
+    }
+    p.dims[p.rank] = out[d];
+    for (int i = 0; i < k; ++i) last_full[i] = full[i][p.rank] = pattern[i];
+    ++p.rank;
+  }
+  if (p.rank == 0) {  // a single element: every input is one element too
+    p.rank = 1;
+    p.dims[0] = 1;
+    for (int i = 0; i < p.num_inputs; ++i) full[i][0] = true;
+  }
+  for (int i = 0; i < p.num_inputs; ++i) {
+    int64_t stride = 1;
+    for (int d = p.rank - 1; d >= 0; --d) {
+      p.strides[i][d] = full[i][d] ? stride : 0;
+      if (full[i][d]) stride *= p.dims[d];
+    }
+  }
+  *plan = p;
+  return true;
+}
+
+}  // namespace ember
