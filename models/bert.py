@@ -85,7 +85,8 @@ def pooler(g, x):
     """tanh(dense(hidden[:, 0])) — Gather of the first token, Gemm, Tanh."""
     with g.scope("pooler"):
         first = g.op("Gather", [x, g.const(0, np.int64)], axis=1)
-        w = g.weight("pooler.dense.weight", g.normal((HIDDEN, HIDDEN), 1.0 / math.sqrt(HIDDEN)))
+        # Scaled down so tanh stays mostly out of saturation.
+        w = g.weight("pooler.dense.weight", g.normal((HIDDEN, HIDDEN), 0.5 / math.sqrt(HIDDEN)))
         b = g.weight("pooler.dense.bias", g.normal((HIDDEN,), 0.02))
         dense = g.op("Gemm", [first, w, b], alpha=1.0, beta=1.0, transB=1)
         return g.op("Tanh", [dense], out="pooler_output")
