@@ -61,7 +61,8 @@ def write_committed():
     path = os.path.join(folder, "model.onnx")
     onnx.save(build_model(1), path)
     check_model(path, sys.modules[__name__])
-    np.save(os.path.join(folder, "input.npy"), make_inputs(1, rng=np.random.default_rng(32))["input"])
+    image = make_inputs(1, rng=np.random.default_rng(32))["input"]
+    np.save(os.path.join(folder, "input.npy"), image)
     print(f"{folder}: model.onnx, input.npy written")
 
 

@@ -14,7 +14,7 @@ import sys
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper, numpy_helper
+from onnx import helper, numpy_helper
 
 OPSET = 17
 _COMMON_FILE = os.path.abspath(__file__)
@@ -84,13 +84,14 @@ class GraphBuilder:
 
     # --- weight init ------------------------------------------------------------
     def normal(self, shape, std):
-        return (self.rng.standard_normal(shape, dtype=np.float32) * np.float32(std)).astype(np.float32)
+        return self.rng.standard_normal(shape, dtype=np.float32) * np.float32(std)
 
     def uniform(self, shape, low, high):
         return self.rng.uniform(low, high, shape).astype(np.float32)
 
     def make_model(self, doc):
-        graph = helper.make_graph(self.nodes, self.name, self.inputs, self.outputs, self.initializers)
+        graph = helper.make_graph(self.nodes, self.name, self.inputs, self.outputs,
+                                  self.initializers)
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)],
                                   producer_name="ember-models", doc_string=doc)
         model.ir_version = 8  # what opset 17 exporters write; keeps older runtimes happy

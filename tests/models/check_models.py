@@ -45,15 +45,14 @@ INFER_TIMEOUT_S = 300
 
 
 def escape_name(name):
-    """Output file stem for a value name: every character outside [A-Za-z0-9_-] (and so
-    a leading '.') becomes %XX, the uppercase hex of each of its UTF-8 bytes."""
+    """Output file stem for a value name, as infer writes it: every UTF-8 byte outside
+    [A-Za-z0-9_.-], and a leading '.', becomes %XX (uppercase hex); '' becomes %00."""
     out = []
-    for ch in name:
-        if ch.isascii() and (ch.isalnum() or ch in "_-"):
-            out.append(ch)
-        else:
-            out.append("".join(f"%{byte:02X}" for byte in ch.encode("utf-8")))
-    return "".join(out)
+    for i, byte in enumerate(name.encode("utf-8")):
+        ch = chr(byte)
+        safe = (ch.isascii() and ch.isalnum()) or ch in "_-" or (ch == "." and i > 0)
+        out.append(ch if safe else f"%{byte:02X}")
+    return "".join(out) or "%00"
 
 
 def relative_error(actual, expected):
