@@ -135,7 +135,7 @@ def check_case(infer, session, model_path, label, inputs, case_dir):
             if problem:
                 problems.append(problem)
     verdict = "FAIL" if problems else "PASS"
-    print(f"{label:<34} {'; '.join(errors) or '-':<44} ember {ember_s:6.2f}s  "
+    print(f"{label:<34} {'; '.join(errors) or '-':<52} ember {ember_s:6.2f}s  "
           f"ort {ort_s:6.2f}s  {verdict}", flush=True)
     for problem in problems:
         print(f"    {problem}", flush=True)
