@@ -1,0 +1,195 @@
+#!/usr/bin/env python3
+"""Whole models: ember's `infer` against ONNX Runtime.
+
+    check_models.py --infer PATH_TO_INFER --work DIR [--models default,resnet50,...]
+
+For each model and each (batch, sequence) case: build the model (cached in DIR), make
+random inputs with a fixed seed, save them as .npy, run ONNX Runtime in-process and
+ember through its command line
+
+    infer model.onnx name=in.npy ... -o OUTDIR --threads 2
+
+which writes every output as OUTDIR/<escaped name>.npy, and compare every output.
+
+Metric (also in models/README.md). Float outputs:
+    err = max_i |ember_i - ort_i| / max(|ort_i|, floor),  floor = 1e-2 * max_j |ort_j|
+i.e. the relative error, where elements smaller than 1% of the output's scale are
+judged relative to that 1% so near-zero values do not blow it up; PASS when err <= 1e-4.
+Integer and bool outputs must be equal. Shapes and dtypes must be equal.
+"""
+import argparse
+import importlib
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import numpy as np
+import onnxruntime as ort
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(REPO, "models"))
+
+TOLERANCE = 1e-4
+FLOOR_FRACTION = 1e-2
+THREADS = 2
+SEED = 1234
+# (batch, sequence); sequence is None for image models. Two sequence lengths prove
+# that dynamic dims are really dynamic, not planned once.
+IMAGE_CASES = [(1, None), (2, None)]
+TEXT_CASES = [(1, 128), (2, 128), (1, 37), (2, 37)]
+MODELS = {"default": IMAGE_CASES, "resnet50": IMAGE_CASES, "mobilenetv2": IMAGE_CASES,
+          "bert": TEXT_CASES, "gpt2": TEXT_CASES}
+INFER_TIMEOUT_S = 300
+
+
+def escape_name(name):
+    """Output file stem for a value name, as infer writes it: every UTF-8 byte outside
+    [A-Za-z0-9_.-], and a leading '.', becomes %XX (uppercase hex); '' becomes %00."""
+    out = []
+    for i, byte in enumerate(name.encode("utf-8")):
+        ch = chr(byte)
+        safe = (ch.isascii() and ch.isalnum()) or ch in "_-" or (ch == "." and i > 0)
+        out.append(ch if safe else f"%{byte:02X}")
+    return "".join(out) or "%00"
+
+
+def relative_error(actual, expected):
+    """max |a - e| / max(|e|, 1e-2 * max|e|), in float64."""
+    a = actual.astype(np.float64)
+    e = expected.astype(np.float64)
+    scale = np.max(np.abs(e)) if e.size else 0.0
+    floor = max(FLOOR_FRACTION * scale, np.finfo(np.float32).tiny)
+    if a.size == 0:
+        return 0.0
+    err = np.max(np.abs(a - e) / np.maximum(np.abs(e), floor))
+    return float("inf") if np.isnan(err) else float(err)
+
+
+def compare(name, actual, expected):
+    """Returns (error, problem): the error when it could be measured, and a line saying
+    what is wrong, or None when the output matches."""
+    if actual.dtype != expected.dtype:
+        return None, f"{name}: dtype {actual.dtype}, expected {expected.dtype}"
+    if actual.shape != expected.shape:
+        return None, f"{name}: shape {list(actual.shape)}, expected {list(expected.shape)}"
+    if np.issubdtype(expected.dtype, np.floating):
+        err = relative_error(actual, expected)
+        return err, None if err <= TOLERANCE else f"{name}: error {err:.3g} > {TOLERANCE:g}"
+    mismatches = int(np.count_nonzero(actual != expected))
+    if mismatches:
+        return None, f"{name}: {mismatches} of {expected.size} elements differ"
+    return 0.0, None
+
+
+def ort_session(path):
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = THREADS
+    options.inter_op_num_threads = 1
+    return ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+
+
+def run_infer(infer, model_path, input_paths, out_dir):
+    """Runs the CLI; returns (outputs dict or None, seconds, stderr)."""
+    shutil.rmtree(out_dir, ignore_errors=True)  # never let stale outputs pass
+    cmd = [infer, model_path] + [f"{n}={p}" for n, p in input_paths.items()] + \
+          ["-o", out_dir, "--threads", str(THREADS)]
+    start = time.perf_counter()
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=INFER_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return None, time.perf_counter() - start, f"timed out after {INFER_TIMEOUT_S} s"
+    seconds = time.perf_counter() - start
+    if proc.returncode != 0:
+        return None, seconds, f"exit status {proc.returncode}: {proc.stderr.strip()}"
+    return out_dir, seconds, proc.stderr
+
+
+def check_case(infer, session, model_path, label, inputs, case_dir):
+    """Runs one case through both engines; prints its line; returns True on PASS."""
+    os.makedirs(case_dir, exist_ok=True)
+    input_paths = {}
+    for name, array in inputs.items():
+        input_paths[name] = os.path.join(case_dir, f"{escape_name(name)}.npy")
+        np.save(input_paths[name], array)
+    start = time.perf_counter()
+    names = [o.name for o in session.get_outputs()]
+    expected = dict(zip(names, session.run(None, inputs)))
+    ort_s = time.perf_counter() - start
+    out_dir, ember_s, stderr = run_infer(infer, model_path, input_paths,
+                                         os.path.join(case_dir, "out"))
+    problems, errors = [], []
+    if out_dir is None:
+        problems.append(f"infer failed: {stderr}")
+    else:
+        for name in names:
+            path = os.path.join(out_dir, f"{escape_name(name)}.npy")
+            if not os.path.exists(path):
+                problems.append(f"{name}: {path} not written (found: "
+                                f"{', '.join(sorted(os.listdir(out_dir))) or 'nothing'})")
+                continue
+            err, problem = compare(name, np.load(path), expected[name])
+            if err is not None:
+                errors.append(f"{name} {err:.2e}")
+            if problem:
+                problems.append(problem)
+    verdict = "FAIL" if problems else "PASS"
+    print(f"{label:<34} {'; '.join(errors) or '-':<52} ember {ember_s:6.2f}s  "
+          f"ort {ort_s:6.2f}s  {verdict}", flush=True)
+    for problem in problems:
+        print(f"    {problem}", flush=True)
+    return not problems
+
+
+def model_cases(name, work):
+    """(label, model path, inputs, case dir) for every case of one model."""
+    module = importlib.import_module(name)
+    path = os.path.join(work, f"{name}.onnx")
+    module.build(path)
+    for batch, seq in MODELS[name]:
+        rng = np.random.default_rng(SEED + 7919 * batch + (seq or 0))
+        label = f"{name} batch {batch}" + (f" seq {seq}" if seq else "")
+        case_dir = os.path.join(work, "cases", f"{name}_b{batch}" + (f"_s{seq}" if seq else ""))
+        yield label, path, module.make_inputs(batch, seq, rng), case_dir
+    if name == "default":  # the committed model and input the README's command runs
+        folder = os.path.join(REPO, "models", "default")
+        yield ("default committed input.npy", os.path.join(folder, "model.onnx"),
+               {"input": np.load(os.path.join(folder, "input.npy"))},
+               os.path.join(work, "cases", "default_committed"))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--infer", required=True, help="path to ember's infer program")
+    parser.add_argument("--work", required=True, help="folder for built models and outputs")
+    parser.add_argument("--models", default=",".join(MODELS),
+                        help=f"comma-separated subset of {','.join(MODELS)}")
+    args = parser.parse_args()
+    names = [m for m in args.models.split(",") if m]
+    unknown = [m for m in names if m not in MODELS]
+    if unknown:
+        parser.error(f"unknown model(s) {', '.join(unknown)}; known: {', '.join(MODELS)}")
+    if not os.access(args.infer, os.X_OK):
+        parser.error(f"--infer {args.infer}: not an executable file")
+    infer = os.path.abspath(args.infer)
+    work = os.path.abspath(args.work)
+
+    print(f"metric: max |ember - ort| / max(|ort|, {FLOOR_FRACTION:g} * max|ort|) "
+          f"<= {TOLERANCE:g}; ints/bools equal; {THREADS} threads", flush=True)
+    passed = failed = 0
+    for name in names:
+        sessions = {}  # one ONNX Runtime session per model file
+        for label, path, inputs, case_dir in model_cases(name, work):
+            if path not in sessions:
+                sessions[path] = ort_session(path)
+            if check_case(infer, sessions[path], path, label, inputs, case_dir):
+                passed += 1
+            else:
+                failed += 1
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""Latency and throughput of ember's `infer` beside ONNX Runtime on the same machine.
+
+    bench.py --infer PATH [--models resnet50,mobilenetv2,bert,gpt2] [--batches 1,8]
+             [--threads N] [--seq 128] [--repeat R] [--work DIR] [--build-type TYPE]
+
+For each (model, batch): build the model (cached), make a fixed-seed input, time ONNX
+Runtime in-process (CPUExecutionProvider, intra-op threads N, inter-op 1, ORT_ENABLE_ALL,
+sequential execution; warm-up runs, then R timed runs), then ember through
+`infer model.onnx name=in.npy ... --threads N --warmup W --repeat R --summary-json F`.
+Prints a markdown table; ratio = ORT p50 / ember p50, so > 1 means ember is faster.
+Benchmarks are not tests: nothing here asserts a time.
+"""
+import argparse
+import importlib
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+import time
+
+import numpy as np
+import onnxruntime as ort
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(REPO, "models"))
+sys.path.insert(0, os.path.join(REPO, "tests", "models"))
+
+from check_models import escape_name  # noqa: E402  (same file names as the model check)
+
+SEED = 4321
+WARMUP = 2
+# Without --repeat, R is what fits in this many seconds of ONNX Runtime time (the first
+# warm-up run measures it), within [MIN_REPEAT, MAX_REPEAT]: the default 4 models x 2
+# batches then take a few minutes on 2 cores.
+TIME_BUDGET_S = 6.0
+MIN_REPEAT, MAX_REPEAT = 3, 100
+
+
+def percentile(values, p):
+    """Nearest-rank percentile, the definition infer uses, so both columns agree."""
+    ordered = sorted(values)
+    return ordered[min(max(math.ceil(p / 100 * len(ordered)) - 1, 0), len(ordered) - 1)]
+
+
+def summarize(ms, batch):
+    mean = sum(ms) / len(ms)
+    return {"repeat": len(ms),
+            "latency_ms": {"mean": mean, "p50": percentile(ms, 50), "p90": percentile(ms, 90),
+                           "p99": percentile(ms, 99), "min": min(ms)},
+            "throughput_per_s": batch * 1000.0 / mean}
+
+
+def time_ort(path, inputs, threads, repeat):
+    """Returns (summary, repeat used)."""
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    first = None
+    for _ in range(WARMUP):
+        start = time.perf_counter()
+        session.run(None, inputs)
+        first = first or time.perf_counter() - start
+    if repeat is None:
+        repeat = int(min(max(TIME_BUDGET_S / first, MIN_REPEAT), MAX_REPEAT))
+    ms = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        session.run(None, inputs)
+        ms.append((time.perf_counter() - start) * 1000.0)
+    batch = next(iter(inputs.values())).shape[0]
+    return summarize(ms, batch), repeat
+
+
+def time_ember(infer, path, input_paths, threads, repeat, summary_path):
+    """Returns (summary or None, stderr)."""
+    if os.path.exists(summary_path):
+        os.remove(summary_path)
+    cmd = [infer, path] + [f"{n}={p}" for n, p in input_paths.items()] + \
+          ["--threads", str(threads), "--warmup", str(WARMUP), "--repeat", str(repeat),
+           "--summary-json", summary_path]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0 or not os.path.exists(summary_path):
+        return None, f"exit status {proc.returncode}: {proc.stderr.strip()}"
+    with open(summary_path) as f:
+        return json.load(f), proc.stderr
+
+
+def machine():
+    """'<CPU model>, <n> logical CPUs' from /proc/cpuinfo."""
+    model = platform.processor() or "unknown CPU"
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return f"{model}, {os.cpu_count()} logical CPUs"
+
+
+def build_type_of(infer):
+    """CMAKE_BUILD_TYPE from the CMakeCache.txt of the build tree holding `infer`."""
+    folder = os.path.dirname(os.path.abspath(infer))
+    while folder != os.path.dirname(folder):
+        cache = os.path.join(folder, "CMakeCache.txt")
+        if os.path.exists(cache):
+            with open(cache) as f:
+                for line in f:
+                    if line.startswith("CMAKE_BUILD_TYPE:"):
+                        return line.split("=", 1)[1].strip() or "(none)"
+        folder = os.path.dirname(folder)
+    return "unknown"
+
+
+def bench_case(args, name, batch):
+    """Times one (model, batch) on both engines; returns a table row and ember's error."""
+    module = importlib.import_module(name)
+    path = os.path.join(args.work, f"{name}.onnx")
+    module.build(path)
+    inputs = module.make_inputs(batch, args.seq, np.random.default_rng(SEED + batch))
+    case_dir = os.path.join(args.work, "bench", f"{name}_b{batch}")
+    os.makedirs(case_dir, exist_ok=True)
+    input_paths = {}
+    for input_name, array in inputs.items():
+        input_paths[input_name] = os.path.join(case_dir, f"{escape_name(input_name)}.npy")
+        np.save(input_paths[input_name], array)
+    ort_summary, repeat = time_ort(path, inputs, args.threads, args.repeat)
+    ember_summary, stderr = time_ember(args.infer, path, input_paths, args.threads, repeat,
+                                       os.path.join(case_dir, "summary.json"))
+    ort_p50 = ort_summary["latency_ms"]["p50"]
+    label = name + (f" (seq {args.seq})" if name in ("bert", "gpt2") else "")
+    if ember_summary is None:
+        return (f"| {label} | {batch} | failed | {ort_p50:.2f} | - | - | "
+                f"{ort_summary['throughput_per_s']:.1f} | {repeat} |"), stderr
+    ember_p50 = ember_summary["latency_ms"]["p50"]
+    return (f"| {label} | {batch} | {ember_p50:.2f} | {ort_p50:.2f} | {ort_p50 / ember_p50:.2f} | "
+            f"{ember_summary['throughput_per_s']:.1f} | {ort_summary['throughput_per_s']:.1f} | "
+            f"{repeat} |"), None
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--infer", required=True, help="path to ember's infer program")
+    parser.add_argument("--models", default="resnet50,mobilenetv2,bert,gpt2")
+    parser.add_argument("--batches", default="1,8")
+    parser.add_argument("--threads", type=int, default=os.cpu_count())
+    parser.add_argument("--seq", type=int, default=128, help="sequence length for bert, gpt2")
+    parser.add_argument("--repeat", type=int, default=None,
+                        help=f"timed runs (default: ~{TIME_BUDGET_S:g} s of ORT time, "
+                             f"{MIN_REPEAT} to {MAX_REPEAT})")
+    parser.add_argument("--work", default=os.path.join(REPO, "build", "models"),
+                        help="folder for built models and inputs")
+    parser.add_argument("--build-type", default=None,
+                        help="ember's build type for the header (default: from CMakeCache.txt)")
+    args = parser.parse_args()
+    if not os.access(args.infer, os.X_OK):
+        parser.error(f"--infer {args.infer}: not an executable file")
+    if args.repeat is not None and args.repeat < 1:
+        parser.error("--repeat must be at least 1")
+    args.infer = os.path.abspath(args.infer)
+    args.work = os.path.abspath(args.work)
+    models = [m for m in args.models.split(",") if m]
+    batches = [int(b) for b in args.batches.split(",") if b]
+
+    print(f"machine: {machine()}  ")
+    print(f"ember build: {args.build_type or build_type_of(args.infer)}; threads: {args.threads}; "
+          f"ONNX Runtime {ort.__version__} (CPU EP, ORT_ENABLE_ALL, sequential, inter-op 1); "
+          f"{WARMUP} warm-up runs each\n")
+    print("| model | batch | ember p50 ms | ORT p50 ms | ORT/ember | ember items/s | "
+          "ORT items/s | runs |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |", flush=True)
+    failures = []
+    for name in models:
+        for batch in batches:
+            row, error = bench_case(args, name, batch)
+            print(row, flush=True)
+            if error:
+                failures.append(f"{name} batch {batch}: {error}")
+    for failure in failures:
+        print(f"\nember failed: {failure}", file=sys.stderr)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
