@@ -1,0 +1,147 @@
+#include "ops/cpu/dnnl_util.h"
+
+#include <ember/error.h>
+
+#include <oneapi/dnnl/dnnl.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include <array>
+
+namespace ember {
+
+namespace {
+
+void check(dnnl_status_t status, const char* what) {
+  if (status != dnnl_success)
+    throw Error(std::string("oneDNN: ") + what + " failed (status " + std::to_string(status) + ")");
+}
+
+dnnl::memory::format_tag plain_tag(size_t rank) {
+  using tag = dnnl::memory::format_tag;
+  static constexpr tag tags[] = {tag::a,      tag::ab,      tag::abc,      tag::abcd,
+                                 tag::abcde,  tag::abcdef,  tag::abcdefg,  tag::abcdefgh,
+                                 tag::abcdefghi, tag::abcdefghij, tag::abcdefghijk,
+                                 tag::abcdefghijkl};
+  if (rank == 0 || rank > std::size(tags)) throw Error("oneDNN: unsupported rank " + std::to_string(rank));
+  return tags[rank - 1];
+}
+
+}  // namespace
+
+dnnl::engine& dnnl_engine() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+dnnl::stream& dnnl_stream() {
+  thread_local dnnl::stream stream(dnnl_engine());
+  return stream;
+}
+
+dnnl::memory::dims to_dnnl_dims(const Shape& shape) { return {shape.begin(), shape.end()}; }
+
+dnnl::memory::desc plain_f32_desc(const Shape& shape) {
+  const Shape s = shape.empty() ? Shape{1} : shape;
+  return {to_dnnl_dims(s), dnnl::memory::data_type::f32, plain_tag(s.size())};
+}
+
+DnnlThreadScope::DnnlThreadScope(int num_threads) {
+#ifdef _OPENMP
+  saved_ = omp_get_max_threads();
+  omp_set_num_threads(std::max(num_threads, 1));
+#endif
+}
+
+DnnlThreadScope::~DnnlThreadScope() {
+#ifdef _OPENMP
+  omp_set_num_threads(saved_);
+#endif
+}
+
+Activation parse_activation(const KernelInit& init) {
+  Activation act{init.node.attributes.get_string_or("activation", ""),
+                 init.node.attributes.get_floats_or("activation_params", {})};
+  size_t wanted = 0;
+  if (act.kind == "LeakyRelu") {
+    if (act.params.empty()) act.params = {0.01f};
+    wanted = 1;
+  } else if (act.kind == "Clip" || act.kind == "HardSigmoid") {
+    wanted = 2;
+  } else if (act.kind != "" && act.kind != "Relu" && act.kind != "Sigmoid" && act.kind != "Tanh" &&
+             act.kind != "HardSwish" && act.kind != "Gelu" && act.kind != "GeluTanh") {
+    init.fail("unknown fused activation '" + act.kind + "'");
+  }
+  if (act.params.size() != wanted)
+    init.fail("activation '" + act.kind + "' takes " + std::to_string(wanted) +
+              " activation_params, got " + std::to_string(act.params.size()));
+  return act;
+}
+
+void append_activation(dnnl::post_ops& ops, const Activation& act) {
+  using alg = dnnl::algorithm;
+  const auto& p = act.params;
+  if (act.kind == "Relu") ops.append_eltwise(1.f, alg::eltwise_relu, 0.f, 0.f);
+  else if (act.kind == "LeakyRelu") ops.append_eltwise(1.f, alg::eltwise_relu, p[0], 0.f);
+  else if (act.kind == "Clip") ops.append_eltwise(1.f, alg::eltwise_clip_v2, p[0], p[1]);
+  else if (act.kind == "Sigmoid") ops.append_eltwise(1.f, alg::eltwise_logistic, 0.f, 0.f);
+  else if (act.kind == "Tanh") ops.append_eltwise(1.f, alg::eltwise_tanh, 0.f, 0.f);
+  else if (act.kind == "HardSwish") ops.append_eltwise(1.f, alg::eltwise_hardswish, 0.f, 0.f);
+  else if (act.kind == "Gelu") ops.append_eltwise(1.f, alg::eltwise_gelu_erf, 0.f, 0.f);
+  else if (act.kind == "GeluTanh") ops.append_eltwise(1.f, alg::eltwise_gelu_tanh, 0.f, 0.f);
+  else if (act.kind == "HardSigmoid") {
+    // oneDNN 2.6 has no hardsigmoid: max(0, min(1, alpha*x + beta)) as linear + clip.
+    ops.append_eltwise(1.f, alg::eltwise_linear, p[0], p[1]);
+    ops.append_eltwise(1.f, alg::eltwise_clip_v2, 0.f, 1.f);
+  }
+}
+
+dnnl::primitive_attr make_dnnl_attr(const dnnl::post_ops& ops) {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  attr.set_post_ops(ops);
+  return attr;
+}
+
+size_t scratchpad_bytes(const dnnl::primitive_desc_base& pd) {
+  return pd.scratchpad_desc().get_size();
+}
+
+dnnl::memory reorder_constant(const void* data, const dnnl::memory::desc& from,
+                              const dnnl::memory::desc& to) {
+  dnnl::memory src(from, dnnl_engine(), const_cast<void*>(data));
+  dnnl::memory dst(to, dnnl_engine());
+  dnnl::reorder(src, dst).execute(dnnl_stream(), src, dst);
+  dnnl_stream().wait();
+  return dst;
+}
+
+void dnnl_execute(const dnnl::primitive& prim, std::initializer_list<DnnlArg> args) {
+  std::array<dnnl_exec_arg_t, 8> exec{};
+  if (args.size() > exec.size()) throw Error("oneDNN: too many primitive arguments");
+  int n = 0;
+  dnnl_status_t status = dnnl_success;
+  for (const DnnlArg& a : args) {
+    if (!a.desc) continue;
+    status = dnnl_memory_create(&exec[n].memory, &a.desc->data, dnnl_engine().get(),
+                                const_cast<void*>(a.data));
+    if (status != dnnl_success) break;
+    exec[n++].arg = a.arg;
+  }
+  if (status == dnnl_success)
+    status = dnnl_primitive_execute(prim.get(), dnnl_stream().get(), n, exec.data());
+  if (status == dnnl_success) status = dnnl_stream_wait(dnnl_stream().get());
+  for (int i = 0; i < n; ++i) dnnl_memory_destroy(exec[i].memory);
+  check(status, "primitive execution");
+}
+
+std::string float32_only(const KernelInit& init, size_t input) {
+  const DType t = init.inputs[input].dtype;
+  if (t == DType::Float32) return "";
+  return std::string("only float32 is supported, input ") + std::to_string(input) + " is " +
+         dtype_name(t);
+}
+
+}  // namespace ember

@@ -1,0 +1,95 @@
+// Shared plumbing for the CPU kernels built on oneDNN: the engine and per-thread
+// stream, memory descriptors for ember's plain (row-major) tensors, fused activation
+// post-ops, plan-time weight reorders and an allocation-light execute.
+#pragma once
+
+#include "ops/kernel.h"
+
+#include <ember/tensor.h>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ember {
+
+// One CPU engine for the process; a stream per calling thread (streams are not
+// thread-safe, primitives are).
+dnnl::engine& dnnl_engine();
+dnnl::stream& dnnl_stream();
+
+dnnl::memory::dims to_dnnl_dims(const Shape& shape);
+// Row-major f32 descriptor of this shape (a, ab, abc, ...).
+dnnl::memory::desc plain_f32_desc(const Shape& shape);
+
+// oneDNN picks its blocking and thread split when a primitive is created, from
+// omp_get_max_threads(): create primitives under the thread count they will run with.
+class DnnlThreadScope {
+ public:
+  explicit DnnlThreadScope(int num_threads);
+  ~DnnlThreadScope();
+  DnnlThreadScope(const DnnlThreadScope&) = delete;
+  DnnlThreadScope& operator=(const DnnlThreadScope&) = delete;
+
+ private:
+  int saved_ = 1;
+};
+
+// The activation of the com.ember fused ops ("activation", "activation_params").
+struct Activation {
+  std::string kind;  // "" for none
+  std::vector<float> params;
+};
+// Reads and validates the fused activation attributes; fails naming the node.
+Activation parse_activation(const KernelInit& init);
+void append_activation(dnnl::post_ops& ops, const Activation& act);
+
+// Attributes every ember primitive uses: user-managed scratchpad (so concurrent runs
+// of one primitive never share scratch memory).
+dnnl::primitive_attr make_dnnl_attr(const dnnl::post_ops& ops = {});
+
+// Bytes of scratchpad a primitive wants, rounded up to keep the next buffer aligned.
+size_t scratchpad_bytes(const dnnl::primitive_desc_base& pd);
+
+// Constant weights reordered once into the layout the primitive prefers.
+dnnl::memory reorder_constant(const void* data, const dnnl::memory::desc& from,
+                              const dnnl::memory::desc& to);
+
+// One argument of a primitive execution: the descriptor and the caller's buffer. A
+// null desc marks an absent optional argument.
+struct DnnlArg {
+  int arg;
+  const dnnl::memory::desc* desc;
+  const void* data;
+};
+
+// Executes `prim` on the calling thread's stream. It creates one small memory handle
+// per argument (oneDNN has no handle-free execute); no tensor data is allocated.
+void dnnl_execute(const dnnl::primitive& prim, std::initializer_list<DnnlArg> args);
+
+// Carves a workspace into 64-byte aligned slices in a fixed order: at plan time call
+// take() to learn offsets and the total, at run time add the offsets to the pointer.
+class WorkspaceLayout {
+ public:
+  size_t take(size_t bytes) {
+    const size_t at = total_;
+    total_ += (bytes + 63) / 64 * 64;
+    return at;
+  }
+  size_t total() const { return total_; }
+
+ private:
+  size_t total_ = 0;
+};
+
+inline void* workspace_at(const RunArgs& args, size_t offset) {
+  return static_cast<char*>(args.workspace) + offset;
+}
+
+// Why a float-only kernel refuses this dtype, or "" when the dtype is float32.
+std::string float32_only(const KernelInit& init, size_t input);
+
+}  // namespace ember
