@@ -137,6 +137,18 @@ void dnnl_execute(const dnnl::primitive& prim, std::initializer_list<DnnlArg> ar
   check(status, "primitive execution");
 }
 
+DnnlReorder::DnnlReorder(const dnnl::memory::desc& from, const dnnl::memory::desc& to)
+    : active_(from != to), from_(from), to_(to) {
+  if (!active_) return;
+  const dnnl::reorder::primitive_desc pd(dnnl_engine(), from, dnnl_engine(), to, make_dnnl_attr());
+  prim_ = dnnl::reorder(pd);
+  scratch_md_ = pd.scratchpad_desc();
+}
+
+void DnnlReorder::run(const void* from, void* to, void* scratch) const {
+  dnnl_execute(prim_, {{DNNL_ARG_FROM, &from_, from}, {DNNL_ARG_TO, &to_, to}, {DNNL_ARG_SCRATCHPAD, &scratch_md_, scratch}});
+}
+
 std::string float32_only(const KernelInit& init, size_t input) {
   const DType t = init.inputs[input].dtype;
   if (t == DType::Float32) return "";

@@ -70,6 +70,22 @@ struct DnnlArg {
 // per argument (oneDNN has no handle-free execute); no tensor data is allocated.
 void dnnl_execute(const dnnl::primitive& prim, std::initializer_list<DnnlArg> args);
 
+// A run-time reorder between ember's plain layout and a primitive's preferred one
+// (into a workspace buffer). Empty when both layouts are the same.
+class DnnlReorder {
+ public:
+  DnnlReorder() = default;
+  DnnlReorder(const dnnl::memory::desc& from, const dnnl::memory::desc& to);
+  explicit operator bool() const { return active_; }
+  size_t scratchpad() const { return active_ ? scratch_md_.get_size() : 0; }
+  void run(const void* from, void* to, void* scratch) const;
+
+ private:
+  bool active_ = false;
+  dnnl::reorder prim_;
+  dnnl::memory::desc from_, to_, scratch_md_;
+};
+
 // Carves a workspace into 64-byte aligned slices in a fixed order: at plan time call
 // take() to learn offsets and the total, at run time add the offsets to the pointer.
 class WorkspaceLayout {

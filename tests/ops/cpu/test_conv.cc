@@ -1,6 +1,8 @@
 // Conv and FusedConv against a direct-loop convolution.
 #include "test_conv_util.h"
 
+#include <thread>
+
 namespace ember::test {
 namespace {
 
@@ -138,8 +140,10 @@ TEST(FusedConv, BiasResidualAndEveryActivation) {
   const Tensor x = random_tensor({1, 4, 7, 9}, 11), w = random_tensor({6, 2, 3, 3}, 12);
   const Tensor b = random_tensor({6}, 13), z = random_tensor({1, 6, 4, 9}, 14);
   const std::vector<float> conv = reference_conv(x, w, &b, p, {1, 6, 4, 9});
+  bool residual = false;  // alternates, so both paths meet several activations
   for (const ActivationCase& a : all_activations()) {
-    for (bool residual : {false, true}) {
+    {
+      residual = !residual;
       Node node = conv_node(p, true);
       node.op_type = "FusedConv";
       node.domain = "com.ember";
@@ -157,6 +161,49 @@ TEST(FusedConv, BiasResidualAndEveryActivation) {
       expect_close(y[0], want, kRtol, kAtol);
     }
   }
+}
+
+// Pointwise convs run on plain tensors (the residual is copied into Y first).
+TEST(FusedConv, PointwiseWithResidual) {
+  const ConvParams p{{1, 1}, {1, 1}, {0, 0}, {0, 0}};
+  const Tensor x = random_tensor({2, 6, 5, 3}, 15), w = random_tensor({4, 6, 1, 1}, 16);
+  const Tensor b = random_tensor({4}, 17), z = random_tensor({2, 4, 5, 3}, 18);
+  Node node = make_node("FusedConv", 4, 1, "com.ember");
+  set_activation(node, {"Relu", {}});
+  const auto y = run_node(node, 1, {&x, &w, &b, &z});
+  std::vector<float> want = reference_conv(x, w, &b, p, {2, 4, 5, 3});
+  for (size_t i = 0; i < want.size(); ++i) want[i] = std::max(0.f, want[i] + z.data_as<float>()[i]);
+  expect_close(y[0], want, kRtol, kAtol);
+}
+
+// One kernel, several threads running it at once on their own inputs and workspaces.
+TEST(Conv, ConcurrentRunsOfOneKernel) {
+  const ConvParams p{{2, 2}, {1, 1}, {1, 1}, {1, 1}};
+  const Node node = conv_node(p, true);
+  const Tensor w = random_tensor({8, 3, 3, 3}, 19), b = random_tensor({8}, 20);
+  const TensorType xt{DType::Float32, {1, 3, 9, 11}};
+  std::vector<TensorType> types{xt, {DType::Float32, {8, 3, 3, 3}}, {DType::Float32, {8}}};
+  std::vector<const Tensor*> values{nullptr, &w, &b};
+  KernelInit init{node, 22, Device{}, types, values, infer_node(node, 22, types, values)};
+  std::string why;
+  const auto kernel = find_kernels("", "Conv", 22, DeviceKind::Cpu).at(0)->factory(init, &why);
+  ASSERT_TRUE(kernel) << why;
+  std::vector<std::thread> threads;
+  std::vector<Tensor> xs, ys;
+  std::vector<std::vector<char>> workspaces(4, std::vector<char>(init.workspace_bytes + 64));
+  for (uint32_t t = 0; t < 4; ++t) {
+    xs.push_back(random_tensor(xt.shape, 100 + t));
+    ys.emplace_back(DType::Float32, init.outputs[0].shape);
+  }
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      const Tensor* in[] = {&xs[t], &w, &b};
+      Tensor* out[] = {&ys[t]};
+      void* ws = workspaces[t].data() + (64 - reinterpret_cast<uintptr_t>(workspaces[t].data()) % 64);
+      for (int rep = 0; rep < 20; ++rep) kernel->run(RunArgs{in, out, ws, 1, nullptr});
+    });
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < 4; ++t) expect_close(ys[t], reference_conv(xs[t], w, &b, p, init.outputs[0].shape), kRtol, kAtol);
 }
 
 TEST(FusedConv, UnknownActivationRaises) {
