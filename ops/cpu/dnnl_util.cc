@@ -1,5 +1,7 @@
 #include "ops/cpu/dnnl_util.h"
 
+#include "ops/cpu/parallel.h"
+
 #include <ember/error.h>
 
 #include <oneapi/dnnl/dnnl.h>
@@ -7,6 +9,8 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
+
+#include <immintrin.h>
 
 #include <array>
 
@@ -154,6 +158,127 @@ std::string float32_only(const KernelInit& init, size_t input) {
   if (t == DType::Float32) return "";
   return std::string("only float32 is supported, input ") + std::to_string(input) + " is " +
          dtype_name(t);
+}
+
+namespace {
+
+void half_to_float(const uint16_t* from, float* to, int64_t n) {
+  parallel_for(n, 1, [&](int64_t b, int64_t e) {
+    int64_t i = b;
+    for (; i + 8 <= e; i += 8)
+      _mm256_storeu_ps(to + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(from + i))));
+    for (; i < e; ++i) to[i] = _cvtsh_ss(from[i]);
+  });
+}
+
+void float_to_half(const float* from, uint16_t* to, int64_t n) {
+  parallel_for(n, 1, [&](int64_t b, int64_t e) {
+    int64_t i = b;
+    for (; i + 8 <= e; i += 8)
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(to + i),
+                       _mm256_cvtps_ph(_mm256_loadu_ps(from + i), _MM_FROUND_TO_NEAREST_INT));
+    for (; i < e; ++i) to[i] = _cvtss_sh(from[i], _MM_FROUND_TO_NEAREST_INT);
+  });
+}
+
+Tensor to_float32(const Tensor& t) {
+  Tensor out(DType::Float32, t.shape());
+  half_to_float(t.data_as<uint16_t>(), out.data_as<float>(), t.numel());
+  return out;
+}
+
+constexpr size_t kMaxIo = 8;
+
+class Float16Adapter final : public Kernel {
+ public:
+  Float16Adapter(KernelInit& init, std::string* why_not, KernelFactory factory) {
+    if (init.inputs.size() > kMaxIo || init.outputs.size() > kMaxIo) {
+      *why_not = "too many inputs for the float16 conversion";
+      return;
+    }
+    std::vector<TensorType> inputs = init.inputs, outputs = init.outputs;
+    std::vector<const Tensor*> values = init.values;
+    constants_.reserve(inputs.size());
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (inputs[i].dtype != DType::Float16) continue;
+      inputs[i].dtype = DType::Float32;
+      convert_input_[i] = true;
+      if (values[i]) {
+        constants_.push_back(to_float32(*values[i]));
+        values[i] = &constants_.back();
+      }
+    }
+    for (auto& t : outputs)
+      if (t.dtype == DType::Float16) t.dtype = DType::Float32;
+    KernelInit inner{init.node, init.opset, init.device, inputs, values, outputs};
+    inner.num_threads = init.num_threads;
+    inner_ = factory(inner, why_not);
+    if (!inner_) return;
+    WorkspaceLayout ws;
+    ws.take(inner.workspace_bytes);
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (convert_input_[i] && !values[i]) input_at_[i] = ws.take(shape_numel(inputs[i].shape) * sizeof(float));
+    for (size_t i = 0; i < init.outputs.size(); ++i)
+      if (init.outputs[i].dtype == DType::Float16) {
+        convert_output_[i] = true;
+        output_at_[i] = ws.take(shape_numel(outputs[i].shape) * sizeof(float));
+      }
+    init.workspace_bytes = ws.total();
+    const_index_.fill(-1);
+    for (size_t i = 0, c = 0; i < inputs.size(); ++i)
+      if (convert_input_[i] && values[i]) const_index_[i] = static_cast<int>(c++);
+  }
+
+  bool ok() const { return inner_ != nullptr; }
+
+  void run(const RunArgs& args) const override {
+    std::array<Tensor, kMaxIo> in_views, out_views;
+    std::array<const Tensor*, kMaxIo> ins{};
+    std::array<Tensor*, kMaxIo> outs{};
+    for (size_t i = 0; i < args.inputs.size(); ++i) {
+      ins[i] = args.inputs[i];
+      if (!args.inputs[i] || !convert_input_[i]) continue;
+      if (const_index_[i] >= 0) {
+        ins[i] = &constants_[const_index_[i]];
+        continue;
+      }
+      float* buf = static_cast<float*>(workspace_at(args, input_at_[i]));
+      half_to_float(args.inputs[i]->data_as<uint16_t>(), buf, args.inputs[i]->numel());
+      in_views[i] = Tensor::view(DType::Float32, args.inputs[i]->shape(), buf);
+      ins[i] = &in_views[i];
+    }
+    for (size_t i = 0; i < args.outputs.size(); ++i) {
+      outs[i] = args.outputs[i];
+      if (!args.outputs[i] || !convert_output_[i]) continue;
+      out_views[i] = Tensor::view(DType::Float32, args.outputs[i]->shape(), workspace_at(args, output_at_[i]));
+      outs[i] = &out_views[i];
+    }
+    inner_->run(RunArgs{std::span(ins.data(), args.inputs.size()), std::span(outs.data(), args.outputs.size()),
+                        args.workspace, args.num_threads, args.stream});
+    for (size_t i = 0; i < args.outputs.size(); ++i)
+      if (outs[i] && convert_output_[i])
+        float_to_half(outs[i]->data_as<float>(), args.outputs[i]->data_as<uint16_t>(), outs[i]->numel());
+  }
+
+ private:
+  std::unique_ptr<Kernel> inner_;
+  std::vector<Tensor> constants_;  // float16 constants converted at plan time
+  std::array<bool, kMaxIo> convert_input_{}, convert_output_{};
+  std::array<int, kMaxIo> const_index_{};
+  std::array<size_t, kMaxIo> input_at_{}, output_at_{};
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> float16_via_float32(KernelInit& init, std::string* why_not, KernelFactory factory) {
+  for (const TensorType& t : init.inputs)
+    if (t.present() && t.dtype != DType::Float16 && t.dtype != DType::Float32) {
+      *why_not = std::string("float16 mixed with ") + dtype_name(t.dtype) + " is not supported";
+      return nullptr;
+    }
+  auto kernel = std::make_unique<Float16Adapter>(init, why_not, factory);
+  if (!kernel->ok()) return nullptr;
+  return kernel;
 }
 
 }  // namespace ember

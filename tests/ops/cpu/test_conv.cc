@@ -142,24 +142,22 @@ TEST(FusedConv, BiasResidualAndEveryActivation) {
   const std::vector<float> conv = reference_conv(x, w, &b, p, {1, 6, 4, 9});
   bool residual = false;  // alternates, so both paths meet several activations
   for (const ActivationCase& a : all_activations()) {
-    {
-      residual = !residual;
-      Node node = conv_node(p, true);
-      node.op_type = "FusedConv";
-      node.domain = "com.ember";
-      set_activation(node, a);
-      std::vector<const Tensor*> in{&x, &w, &b};
-      if (residual) {
-        node.inputs.push_back("z");
-        in.push_back(&z);
-      }
-      const auto y = run_node(node, 1, in);
-      std::vector<float> want = conv;
-      for (size_t i = 0; i < want.size(); ++i)
-        want[i] = activate(a.kind, a.params, want[i] + (residual ? z.data_as<float>()[i] : 0.f));
-      SCOPED_TRACE(a.kind + (residual ? " with residual" : ""));
-      expect_close(y[0], want, kRtol, kAtol);
+    residual = !residual;
+    Node node = conv_node(p, true);
+    node.op_type = "FusedConv";
+    node.domain = "com.ember";
+    set_activation(node, a);
+    std::vector<const Tensor*> in{&x, &w, &b};
+    if (residual) {
+      node.inputs.push_back("z");
+      in.push_back(&z);
     }
+    const auto y = run_node(node, 1, in);
+    std::vector<float> want = conv;
+    for (size_t i = 0; i < want.size(); ++i)
+      want[i] = activate(a.kind, a.params, want[i] + (residual ? z.data_as<float>()[i] : 0.f));
+    SCOPED_TRACE(a.kind + (residual ? " with residual" : ""));
+    expect_close(y[0], want, kRtol, kAtol);
   }
 }
 
