@@ -94,7 +94,7 @@ class ConvKernel final : public Kernel {
     if (has_residual_ && to_dst_) to_dst_.run(args.inputs[3]->data(), y, scratch);
     else if (has_residual_ && args.inputs[3]->data() != y) copy(args.inputs[3]->data_as<float>(), static_cast<float*>(y), args.outputs[0]->numel());
     const void* w = weights_ ? weights_.get_data_handle() : args.inputs[1]->data();
-    dnnl_execute(prim_, {{DNNL_ARG_SRC, &src_md_, x},
+    dnnl_execute(prim_, handles_, {{DNNL_ARG_SRC, &src_md_, x},
                          {DNNL_ARG_WEIGHTS, &weights_md_, w},
                          {DNNL_ARG_BIAS, has_bias_ ? &bias_md_ : nullptr, has_bias_ ? args.inputs[2]->data() : nullptr},
                          {DNNL_ARG_DST, &dst_md_, y},
@@ -108,6 +108,7 @@ class ConvKernel final : public Kernel {
   }
 
   dnnl::convolution_forward prim_;
+  mutable DnnlHandles handles_;
   memory::desc src_md_, weights_md_, bias_md_, dst_md_, scratch_md_;
   memory weights_;
   DnnlReorder to_src_, to_dst_, from_dst_;

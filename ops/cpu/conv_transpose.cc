@@ -61,7 +61,7 @@ class ConvTransposeKernel final : public Kernel {
 
   void run(const RunArgs& args) const override {
     const void* w = weights_ ? weights_.get_data_handle() : args.inputs[1]->data();
-    dnnl_execute(prim_, {{DNNL_ARG_SRC, &src_md_, args.inputs[0]->data()},
+    dnnl_execute(prim_, handles_, {{DNNL_ARG_SRC, &src_md_, args.inputs[0]->data()},
                          {DNNL_ARG_WEIGHTS, &weights_md_, w},
                          {DNNL_ARG_BIAS, has_bias_ ? &bias_md_ : nullptr, has_bias_ ? args.inputs[2]->data() : nullptr},
                          {DNNL_ARG_DST, &dst_md_, args.outputs[0]->data()},
@@ -70,6 +70,7 @@ class ConvTransposeKernel final : public Kernel {
 
  private:
   dnnl::deconvolution_forward prim_;
+  mutable DnnlHandles handles_;
   memory::desc src_md_, weights_md_, bias_md_, dst_md_, scratch_md_;
   memory weights_;
   bool has_bias_ = false;

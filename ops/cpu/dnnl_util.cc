@@ -122,22 +122,40 @@ dnnl::memory reorder_constant(const void* data, const dnnl::memory::desc& from,
   return dst;
 }
 
-void dnnl_execute(const dnnl::primitive& prim, std::initializer_list<DnnlArg> args) {
-  std::array<dnnl_exec_arg_t, 8> exec{};
-  if (args.size() > exec.size()) throw Error("oneDNN: too many primitive arguments");
+DnnlHandles::~DnnlHandles() {
+  for (Slot& slot : slots_)
+    for (dnnl_memory_t m : slot.memory)
+      if (m) dnnl_memory_destroy(m);
+}
+
+void dnnl_execute(const dnnl::primitive& prim, DnnlHandles& handles, std::initializer_list<DnnlArg> args) {
+  if (args.size() > DnnlHandles::kMaxArgs) throw Error("oneDNN: too many primitive arguments");
+  DnnlHandles::Slot* slot = nullptr;
+  for (DnnlHandles::Slot& s : handles.slots_) {
+    bool expected = false;
+    if (s.busy.compare_exchange_strong(expected, true, std::memory_order_acquire)) {
+      slot = &s;
+      break;
+    }
+  }
+  std::array<dnnl_memory_t, DnnlHandles::kMaxArgs> temporary{};
+  auto& memory = slot ? slot->memory : temporary;
+  std::array<dnnl_exec_arg_t, DnnlHandles::kMaxArgs> exec{};
   int n = 0;
   dnnl_status_t status = dnnl_success;
-  for (const DnnlArg& a : args) {
+  for (size_t i = 0; i < args.size() && status == dnnl_success; ++i) {
+    const DnnlArg& a = args.begin()[i];
     if (!a.desc) continue;
-    status = dnnl_memory_create(&exec[n].memory, &a.desc->data, dnnl_engine().get(),
-                                const_cast<void*>(a.data));
-    if (status != dnnl_success) break;
-    exec[n++].arg = a.arg;
+    void* data = const_cast<void*>(a.data);
+    status = memory[i] ? dnnl_memory_set_data_handle_v2(memory[i], data, dnnl_stream().get())
+                       : dnnl_memory_create(&memory[i], &a.desc->data, dnnl_engine().get(), data);
+    exec[n++] = {a.arg, memory[i]};
   }
-  if (status == dnnl_success)
-    status = dnnl_primitive_execute(prim.get(), dnnl_stream().get(), n, exec.data());
+  if (status == dnnl_success) status = dnnl_primitive_execute(prim.get(), dnnl_stream().get(), n, exec.data());
   if (status == dnnl_success) status = dnnl_stream_wait(dnnl_stream().get());
-  for (int i = 0; i < n; ++i) dnnl_memory_destroy(exec[i].memory);
+  if (slot) slot->busy.store(false, std::memory_order_release);
+  for (dnnl_memory_t m : temporary)
+    if (m) dnnl_memory_destroy(m);
   check(status, "primitive execution");
 }
 
@@ -150,7 +168,7 @@ DnnlReorder::DnnlReorder(const dnnl::memory::desc& from, const dnnl::memory::des
 }
 
 void DnnlReorder::run(const void* from, void* to, void* scratch) const {
-  dnnl_execute(prim_, {{DNNL_ARG_FROM, &from_, from}, {DNNL_ARG_TO, &to_, to}, {DNNL_ARG_SCRATCHPAD, &scratch_md_, scratch}});
+  dnnl_execute(prim_, handles_, {{DNNL_ARG_FROM, &from_, from}, {DNNL_ARG_TO, &to_, to}, {DNNL_ARG_SCRATCHPAD, &scratch_md_, scratch}});
 }
 
 std::string float32_only(const KernelInit& init, size_t input) {

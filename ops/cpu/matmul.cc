@@ -35,7 +35,7 @@ class DnnlMatMul {
   size_t scratchpad() const { return scratch_md_.get_size(); }
 
   void run(const void* a, const void* b, const void* bias, void* c, void* scratch) const {
-    dnnl_execute(prim_, {{DNNL_ARG_SRC, &a_md_, a},
+    dnnl_execute(prim_, handles_, {{DNNL_ARG_SRC, &a_md_, a},
                          {DNNL_ARG_WEIGHTS, &b_md_, b_ ? b_.get_data_handle() : b},
                          {DNNL_ARG_BIAS, bias ? &bias_md_ : nullptr, bias},
                          {DNNL_ARG_DST, &c_md_, c},
@@ -44,6 +44,7 @@ class DnnlMatMul {
 
  private:
   dnnl::matmul prim_;
+  mutable DnnlHandles handles_;
   memory::desc a_md_, b_md_, bias_md_, c_md_, scratch_md_;
   memory b_;
 };

@@ -118,13 +118,14 @@ class DnnlPoolKernel final : public Kernel {
   }
 
   void run(const RunArgs& args) const override {
-    dnnl_execute(prim_, {{DNNL_ARG_SRC, &src_md_, args.inputs[0]->data()},
+    dnnl_execute(prim_, handles_, {{DNNL_ARG_SRC, &src_md_, args.inputs[0]->data()},
                          {DNNL_ARG_DST, &dst_md_, args.outputs[0]->data()},
                          {DNNL_ARG_SCRATCHPAD, &scratch_md_, args.workspace}});
   }
 
  private:
   dnnl::pooling_v2_forward prim_;
+  mutable DnnlHandles handles_;
   dnnl::memory::desc src_md_, dst_md_, scratch_md_;
 };
 
