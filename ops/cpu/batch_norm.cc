@@ -86,6 +86,6 @@ std::unique_ptr<Kernel> make_batch_norm(KernelInit& init, std::string* why_not) 
 
 }  // namespace
 
-EMBER_KERNEL("BatchNormalization", "", 1, kMaxOpset, DeviceKind::Cpu, with_float16<make_batch_norm>);
+EMBER_KERNEL("BatchNormalization", "", 1, kMaxOpset, DeviceKind::Cpu, dense_factory<make_batch_norm>);
 
 }  // namespace ember

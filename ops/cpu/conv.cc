@@ -128,7 +128,7 @@ std::unique_ptr<Kernel> make_conv(KernelInit& init, std::string* why_not) {
 
 }  // namespace
 
-EMBER_KERNEL("Conv", "", 1, kMaxOpset, DeviceKind::Cpu, with_float16<make_conv>);
-EMBER_KERNEL("FusedConv", "com.ember", 1, kMaxOpset, DeviceKind::Cpu, with_float16<make_conv>);
+EMBER_KERNEL("Conv", "", 1, kMaxOpset, DeviceKind::Cpu, dense_factory<make_conv>);
+EMBER_KERNEL("FusedConv", "com.ember", 1, kMaxOpset, DeviceKind::Cpu, dense_factory<make_conv>);
 
 }  // namespace ember

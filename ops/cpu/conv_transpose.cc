@@ -95,6 +95,6 @@ std::unique_ptr<Kernel> make_conv_transpose(KernelInit& init, std::string* why_n
 
 }  // namespace
 
-EMBER_KERNEL("ConvTranspose", "", 1, kMaxOpset, DeviceKind::Cpu, with_float16<make_conv_transpose>);
+EMBER_KERNEL("ConvTranspose", "", 1, kMaxOpset, DeviceKind::Cpu, dense_factory<make_conv_transpose>);
 
 }  // namespace ember

@@ -132,17 +132,24 @@ inline void* workspace_at(const RunArgs& args, size_t offset) {
 // Why a float-only kernel refuses this dtype, or "" when the dtype is float32.
 std::string float32_only(const KernelInit& init, size_t input);
 
-// Float16 support by conversion: when an input is float16, builds Factory's float32
-// kernel and converts float16 inputs (constants once, at plan time) and outputs around
-// it. Registered as with_float16<make_conv>. Its run creates small tensor views (a
-// shape vector each); the float32 path is unaffected.
+// Float16 support by conversion: builds `factory`'s float32 kernel and converts
+// float16 inputs (constants once, at plan time) and outputs around it. Its run creates
+// small tensor views (a shape vector each); the float32 path is unaffected.
 std::unique_ptr<Kernel> float16_via_float32(KernelInit& init, std::string* why_not, KernelFactory factory);
 
+// How the dense kernels register: a float32 factory, extended to float16 inputs by
+// conversion, with a configuration oneDNN rejects turned into a refusal (so the planner
+// can try elsewhere) instead of an exception from inside oneDNN.
 template <KernelFactory Factory>
-std::unique_ptr<Kernel> with_float16(KernelInit& init, std::string* why_not) {
-  for (const TensorType& t : init.inputs)
-    if (t.dtype == DType::Float16) return float16_via_float32(init, why_not, Factory);
-  return Factory(init, why_not);
+std::unique_ptr<Kernel> dense_factory(KernelInit& init, std::string* why_not) {
+  try {
+    for (const TensorType& t : init.inputs)
+      if (t.dtype == DType::Float16) return float16_via_float32(init, why_not, Factory);
+    return Factory(init, why_not);
+  } catch (const dnnl::error& e) {
+    *why_not = std::string("oneDNN cannot run this configuration: ") + e.what();
+    return nullptr;
+  }
 }
 
 }  // namespace ember

@@ -178,9 +178,9 @@ std::unique_ptr<Kernel> make_gemm(KernelInit& init, std::string* why_not) {
 
 }  // namespace
 
-EMBER_KERNEL("MatMul", "", 1, kMaxOpset, DeviceKind::Cpu, with_float16<make_matmul>);
-EMBER_KERNEL("FusedMatMul", "com.ember", 1, kMaxOpset, DeviceKind::Cpu, with_float16<make_matmul>);
-EMBER_KERNEL("Gemm", "", 1, kMaxOpset, DeviceKind::Cpu, with_float16<make_gemm>);
-EMBER_KERNEL("FusedGemm", "com.ember", 1, kMaxOpset, DeviceKind::Cpu, with_float16<make_gemm>);
+EMBER_KERNEL("MatMul", "", 1, kMaxOpset, DeviceKind::Cpu, dense_factory<make_matmul>);
+EMBER_KERNEL("FusedMatMul", "com.ember", 1, kMaxOpset, DeviceKind::Cpu, dense_factory<make_matmul>);
+EMBER_KERNEL("Gemm", "", 1, kMaxOpset, DeviceKind::Cpu, dense_factory<make_gemm>);
+EMBER_KERNEL("FusedGemm", "com.ember", 1, kMaxOpset, DeviceKind::Cpu, dense_factory<make_gemm>);
 
 }  // namespace ember

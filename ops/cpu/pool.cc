@@ -207,10 +207,10 @@ std::unique_ptr<Kernel> make_global_pool(KernelInit& init, std::string* why_not)
 
 }  // namespace
 
-EMBER_KERNEL("MaxPool", "", 1, kMaxOpset, DeviceKind::Cpu, with_float16<make_max_pool>);
-EMBER_KERNEL("AveragePool", "", 1, kMaxOpset, DeviceKind::Cpu, with_float16<make_average_pool>);
-EMBER_KERNEL("LpPool", "", 1, kMaxOpset, DeviceKind::Cpu, with_float16<make_lp_pool>);
-EMBER_KERNEL("GlobalAveragePool", "", 1, kMaxOpset, DeviceKind::Cpu, with_float16<make_global_pool<false>>);
-EMBER_KERNEL("GlobalMaxPool", "", 1, kMaxOpset, DeviceKind::Cpu, with_float16<make_global_pool<true>>);
+EMBER_KERNEL("MaxPool", "", 1, kMaxOpset, DeviceKind::Cpu, dense_factory<make_max_pool>);
+EMBER_KERNEL("AveragePool", "", 1, kMaxOpset, DeviceKind::Cpu, dense_factory<make_average_pool>);
+EMBER_KERNEL("LpPool", "", 1, kMaxOpset, DeviceKind::Cpu, dense_factory<make_lp_pool>);
+EMBER_KERNEL("GlobalAveragePool", "", 1, kMaxOpset, DeviceKind::Cpu, dense_factory<make_global_pool<false>>);
+EMBER_KERNEL("GlobalMaxPool", "", 1, kMaxOpset, DeviceKind::Cpu, dense_factory<make_global_pool<true>>);
 
 }  // namespace ember

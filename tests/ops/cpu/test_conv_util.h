@@ -38,7 +38,7 @@ inline std::vector<float> values_of(const Tensor& t) {
 inline Node make_node(const std::string& op, size_t num_inputs, size_t num_outputs = 1,
                       const std::string& domain = "") {
   Node n;
-  n.name = "n";
+  n.name = std::string(1, 'n');  // (assigning a literal trips GCC 12's bogus -Wrestrict)
   n.op_type = op;
   n.domain = domain;
   for (size_t i = 0; i < num_inputs; ++i) n.inputs.push_back("in" + std::to_string(i));
