@@ -15,14 +15,13 @@ using dnnl::memory;
 
 // The descriptor of ONNX weights [M, C/group, k...] as oneDNN sees them: grouped
 // weights get a leading group dim (goihw is the same bytes as ONNX's layout).
-memory::desc onnx_weights_desc(const Shape& w, int64_t group, memory::format_tag tag_any) {
-  memory::dims dims(w.begin(), w.end());
+memory::desc onnx_weights_desc(const Shape& w, int64_t group) {
+  Shape dims = w;
   if (group > 1) {
     dims[0] /= group;
     dims.insert(dims.begin(), group);
   }
-  if (tag_any == memory::format_tag::any) return {dims, memory::data_type::f32, tag_any};
-  return plain_f32_desc(Shape(dims.begin(), dims.end()));
+  return plain_f32_desc(dims);
 }
 
 // Pointwise convolutions run on ember's plain NCHW tensors (oneDNN makes them one
@@ -48,9 +47,8 @@ class ConvKernel final : public Kernel {
 
     const memory::desc plain_src = plain_f32_desc(x), plain_dst = plain_f32_desc(init.outputs[0].shape);
     const bool pointwise = is_pointwise(g, group);
-    const auto any = [](const memory::desc& md) { return memory::desc(md.dims(), md.data_type(), memory::format_tag::any); };
     bias_md_ = has_bias_ ? plain_f32_desc({w[0]}) : memory::desc();
-    const memory::desc plain_w = onnx_weights_desc(w, group, memory::format_tag::undef);
+    const memory::desc plain_w = onnx_weights_desc(w, group);
     memory::dims dilations;
     for (int64_t d : g.dilations) dilations.push_back(d - 1);  // oneDNN counts the gaps
     dnnl::post_ops ops;
@@ -60,8 +58,8 @@ class ConvKernel final : public Kernel {
     DnnlThreadScope threads(init.num_threads);
     const dnnl::convolution_forward::desc desc(
         dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-        pointwise ? plain_src : any(plain_src), const_weights ? any(plain_w) : plain_w, bias_md_,
-        pointwise ? plain_dst : any(plain_dst), to_dnnl_dims(g.strides), dilations,
+        pointwise ? plain_src : any_layout(plain_src), const_weights ? any_layout(plain_w) : plain_w, bias_md_,
+        pointwise ? plain_dst : any_layout(plain_dst), to_dnnl_dims(g.strides), dilations,
         to_dnnl_dims(g.pads_begin), to_dnnl_dims(g.pads_end));
     const dnnl::convolution_forward::primitive_desc pd(desc, make_dnnl_attr(ops), dnnl_engine());
     prim_ = dnnl::convolution_forward(pd);

@@ -42,8 +42,7 @@ class ConvTransposeKernel final : public Kernel {
     bias_md_ = has_bias_ ? plain_f32_desc({w[1] * group}) : memory::desc();
     const memory::desc plain_w = onnx_deconv_weights(w, group);
     const bool const_weights = init.values[1] != nullptr;
-    const memory::desc want_w =
-        const_weights ? memory::desc(plain_w.dims(), memory::data_type::f32, memory::format_tag::any) : plain_w;
+    const memory::desc want_w = const_weights ? any_layout(plain_w) : plain_w;
     memory::dims dilations;
     for (int64_t d : g.dilations) dilations.push_back(d - 1);
 

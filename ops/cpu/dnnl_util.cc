@@ -52,6 +52,10 @@ dnnl::memory::desc plain_f32_desc(const Shape& shape) {
   return {to_dnnl_dims(s), dnnl::memory::data_type::f32, plain_tag(s.size())};
 }
 
+dnnl::memory::desc any_layout(const dnnl::memory::desc& md) {
+  return {md.dims(), md.data_type(), dnnl::memory::format_tag::any};
+}
+
 DnnlThreadScope::DnnlThreadScope(int num_threads) {
 #ifdef _OPENMP
   saved_ = omp_get_max_threads();

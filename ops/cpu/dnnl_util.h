@@ -26,6 +26,8 @@ dnnl::stream& dnnl_stream();
 dnnl::memory::dims to_dnnl_dims(const Shape& shape);
 // Row-major f32 descriptor of this shape (a, ab, abc, ...).
 dnnl::memory::desc plain_f32_desc(const Shape& shape);
+// The same dims and type with format_tag::any: the primitive picks the layout.
+dnnl::memory::desc any_layout(const dnnl::memory::desc& md);
 
 // oneDNN picks its blocking and thread split when a primitive is created, from
 // omp_get_max_threads(): create primitives under the thread count they will run with.

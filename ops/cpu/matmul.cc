@@ -9,10 +9,6 @@ namespace {
 
 using dnnl::memory;
 
-memory::desc any_like(const memory::desc& md) {
-  return {md.dims(), memory::data_type::f32, memory::format_tag::any};
-}
-
 // One oneDNN matmul with its descriptors; weights reordered at plan time when constant.
 class DnnlMatMul {
  public:
@@ -24,7 +20,7 @@ class DnnlMatMul {
     bias_md_ = bias_md;
     c_md_ = c_md;
     DnnlThreadScope threads(init.num_threads);
-    const dnnl::matmul::desc desc(a_md, b_value ? any_like(b_md) : b_md, bias_md, c_md);
+    const dnnl::matmul::desc desc(a_md, b_value ? any_layout(b_md) : b_md, bias_md, c_md);
     const dnnl::matmul::primitive_desc pd(desc, attr, dnnl_engine());
     prim_ = dnnl::matmul(pd);
     b_md_ = pd.weights_desc();
