@@ -70,6 +70,7 @@ DnnlThreadScope::~DnnlThreadScope() {
 }
 
 Activation parse_activation(const KernelInit& init) {
+  if (init.node.domain != "com.ember") return {};
   Activation act{init.node.attributes.get_string_or("activation", ""),
                  init.node.attributes.get_floats_or("activation_params", {})};
   size_t wanted = 0;

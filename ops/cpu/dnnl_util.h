@@ -47,7 +47,8 @@ struct Activation {
   std::string kind;  // "" for none
   std::vector<float> params;
 };
-// Reads and validates the fused activation attributes; fails naming the node.
+// Reads and validates the fused activation attributes of a com.ember node (standard
+// ops have none); fails naming the node.
 Activation parse_activation(const KernelInit& init);
 void append_activation(dnnl::post_ops& ops, const Activation& act);
 
@@ -55,7 +56,7 @@ void append_activation(dnnl::post_ops& ops, const Activation& act);
 // of one primitive never share scratch memory).
 dnnl::primitive_attr make_dnnl_attr(const dnnl::post_ops& ops = {});
 
-// Bytes of scratchpad a primitive wants, rounded up to keep the next buffer aligned.
+// Bytes of scratchpad a primitive wants (user scratchpad mode).
 size_t scratchpad_bytes(const dnnl::primitive_desc_base& pd);
 
 // Constant weights reordered once into the layout the primitive prefers.
