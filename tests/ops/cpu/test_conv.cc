@@ -117,6 +117,13 @@ TEST(Conv, NoBiasAndKernelShapeAttribute) {
   expect_close(y[0], reference_conv(x, w, nullptr, p, {1, 2, 4, 3}), kRtol, kAtol);
 }
 
+TEST(Conv, TwoIntraOpThreads) {
+  const ConvParams p{{1, 1}, {1, 1}, {1, 1}, {1, 1}, 1};
+  const Tensor x = random_tensor({2, 8, 15, 17}, 6), w = random_tensor({16, 8, 3, 3}, 7), b = random_tensor({16}, 8);
+  const auto y = run_node(conv_node(p, true), 22, {&x, &w, &b}, /*threads=*/2);
+  expect_close(y[0], reference_conv(x, w, &b, p, {2, 16, 15, 17}), kRtol, kAtol);
+}
+
 TEST(Conv, WeightsKnownOnlyAtRunTime) {
   const ConvParams p{{1, 1}, {1, 1}, {1, 1}, {1, 1}, 1};
   const Tensor x = random_tensor({1, 3, 7, 9}, 3), w = random_tensor({4, 3, 3, 3}, 4), b = random_tensor({4}, 5);

@@ -68,6 +68,12 @@ TEST(MatMul, BatchedWithBroadcasting) {
   check_matmul({1, 3, 7, 4}, {2, 1, 4, 5}, {2, 3, 7, 5});
 }
 
+TEST(MatMul, TwoIntraOpThreads) {
+  const Tensor a = random_tensor({3, 33, 40}, 23), b = random_tensor({40, 65}, 24);
+  const auto y = run_node(make_node("MatMul", 2), 13, {&a, &b}, /*threads=*/2);
+  expect_close(y[0], reference_matmul(a, b), kRtol, kAtol);
+}
+
 TEST(MatMul, MismatchedInnerDimsRaise) {
   const Tensor a = random_tensor({3, 4}, 1), b = random_tensor({5, 6}, 2);
   EXPECT_THROW(run_node(make_node("MatMul", 2), 13, {&a, &b}), Error);
