@@ -1,0 +1,143 @@
+// Schemas of the dense ops: convolutions, pooling, batch norm, MatMul and Gemm, and
+// their com.ember fused forms (same inference as the base op).
+#include "graph/schema.h"
+#include "graph/schemas/window.h"
+
+#include <string>
+
+namespace ember {
+
+namespace {
+
+Shape spatial_of(const Shape& s) { return Shape(s.begin() + 2, s.end()); }
+
+const Shape& batched_input(const InferContext& ctx) {
+  const Shape& x = ctx.input(0).shape;
+  if (x.size() < 3) ctx.fail("X must be N x C x D1 ..., got " + shape_to_string(x));
+  return x;
+}
+
+std::vector<TensorType> infer_conv(const InferContext& ctx) {
+  const Shape& x = batched_input(ctx);
+  const Shape& w = ctx.input(1).shape;
+  const Shape kernel = conv_kernel_shape(ctx.node, w);
+  const int64_t group = ctx.node.attributes.get_int_or("group", 1);
+  if (group < 1 || x[1] != w[1] * group || w[0] % group != 0)
+    ctx.fail("X " + shape_to_string(x) + ", W " + shape_to_string(w) + " and group " +
+             std::to_string(group) + " do not fit (need C = W[1] * group, W[0] % group = 0)");
+  if (ctx.has_input(2) && ctx.input(2).shape != Shape{w[0]})
+    ctx.fail("B must have shape [" + std::to_string(w[0]) + "], got " + shape_to_string(ctx.input(2).shape));
+  const WindowGeometry g = forward_window(ctx.node, spatial_of(x), kernel, false);
+  Shape y{x[0], w[0]};
+  y.insert(y.end(), g.out.begin(), g.out.end());
+  if (ctx.has_input(3) && ctx.input(3).shape != y)  // FusedConv's residual Z
+    ctx.fail("Z must have the output's shape " + shape_to_string(y) + ", got " + shape_to_string(ctx.input(3).shape));
+  return {{ctx.input(0).dtype, y}};
+}
+
+std::vector<TensorType> infer_conv_transpose(const InferContext& ctx) {
+  const Shape& x = batched_input(ctx);
+  const Shape& w = ctx.input(1).shape;
+  const Shape kernel = conv_kernel_shape(ctx.node, w);
+  const int64_t group = ctx.node.attributes.get_int_or("group", 1);
+  if (group < 1 || x[1] != w[0] || w[0] % group != 0)
+    ctx.fail("X " + shape_to_string(x) + ", W " + shape_to_string(w) + " and group " +
+             std::to_string(group) + " do not fit (need C = W[0], W[0] % group = 0)");
+  if (ctx.has_input(2) && ctx.input(2).shape != Shape{w[1] * group})
+    ctx.fail("B must have shape [" + std::to_string(w[1] * group) + "], got " + shape_to_string(ctx.input(2).shape));
+  const TransposedWindow t = transposed_window(ctx.node, spatial_of(x), kernel);
+  Shape y{x[0], w[1] * group};
+  y.insert(y.end(), t.window.out.begin(), t.window.out.end());
+  return {{ctx.input(0).dtype, y}};
+}
+
+Shape pool_output(const InferContext& ctx) {
+  const Shape& x = batched_input(ctx);
+  if (!ctx.node.attributes.has("kernel_shape")) ctx.fail("kernel_shape is required");
+  const WindowGeometry g = forward_window(ctx.node, spatial_of(x), ctx.node.attributes.get_ints("kernel_shape"),
+                                          ctx.node.attributes.get_int_or("ceil_mode", 0) != 0);
+  Shape y{x[0], x[1]};
+  y.insert(y.end(), g.out.begin(), g.out.end());
+  return y;
+}
+
+std::vector<TensorType> infer_pool(const InferContext& ctx) {
+  return {{ctx.input(0).dtype, pool_output(ctx)}};
+}
+
+std::vector<TensorType> infer_max_pool(const InferContext& ctx) {
+  const Shape y = pool_output(ctx);
+  return {{ctx.input(0).dtype, y}, {DType::Int64, y}};
+}
+
+std::vector<TensorType> infer_global_pool(const InferContext& ctx) {
+  Shape y = batched_input(ctx);
+  std::fill(y.begin() + 2, y.end(), 1);
+  return {{ctx.input(0).dtype, y}};
+}
+
+std::vector<TensorType> infer_batch_norm(const InferContext& ctx) {
+  const Shape& x = ctx.input(0).shape;
+  if (x.size() < 2) ctx.fail("X must be N x C x ..., got " + shape_to_string(x));
+  for (size_t i = 1; i < 5; ++i)
+    if (ctx.input(i).shape != Shape{x[1]})
+      ctx.fail("input " + std::to_string(i) + " must have shape [" + std::to_string(x[1]) + "], got " +
+               shape_to_string(ctx.input(i).shape));
+  // Training-mode outputs (running mean/var, saved stats) are [C].
+  const TensorType stats{ctx.input(3).dtype, {x[1]}};
+  return {ctx.input(0), stats, stats, stats, stats};
+}
+
+std::vector<TensorType> infer_matmul(const InferContext& ctx) {
+  Shape a = ctx.input(0).shape, b = ctx.input(1).shape;
+  if (a.empty() || b.empty()) ctx.fail("MatMul operands must have rank 1 or more");
+  const bool a_vec = a.size() == 1, b_vec = b.size() == 1;
+  if (a_vec) a.insert(a.begin(), 1);
+  if (b_vec) b.push_back(1);
+  const int64_t k = a.back();
+  if (k != b[b.size() - 2])
+    ctx.fail("inner dimensions differ: " + shape_to_string(ctx.input(0).shape) + " x " +
+             shape_to_string(ctx.input(1).shape));
+  Shape y = broadcast_shapes(Shape(a.begin(), a.end() - 2), Shape(b.begin(), b.end() - 2), ctx);
+  if (!a_vec) y.push_back(a[a.size() - 2]);
+  if (!b_vec) y.push_back(b.back());
+  if (ctx.has_input(2) && (b_vec || ctx.input(2).shape != Shape{b.back()}))  // FusedMatMul bias
+    ctx.fail("bias must have shape [N] = [" + std::to_string(b.back()) + "], got " +
+             shape_to_string(ctx.input(2).shape));
+  return {{ctx.input(0).dtype, y}};
+}
+
+std::vector<TensorType> infer_gemm(const InferContext& ctx) {
+  const Shape& a = ctx.input(0).shape;
+  const Shape& b = ctx.input(1).shape;
+  if (a.size() != 2 || b.size() != 2)
+    ctx.fail("A and B must be matrices, got " + shape_to_string(a) + " and " + shape_to_string(b));
+  const bool ta = ctx.node.attributes.get_int_or("transA", 0) != 0;
+  const bool tb = ctx.node.attributes.get_int_or("transB", 0) != 0;
+  const int64_t m = ta ? a[1] : a[0], k = ta ? a[0] : a[1];
+  const int64_t kb = tb ? b[1] : b[0], n = tb ? b[0] : b[1];
+  if (k != kb) ctx.fail("inner dimensions differ: op(A) is " + std::to_string(m) + "x" + std::to_string(k) +
+                        ", op(B) is " + std::to_string(kb) + "x" + std::to_string(n));
+  const Shape y{m, n};
+  if (ctx.has_input(2) && broadcast_shapes(y, ctx.input(2).shape, ctx) != y)
+    ctx.fail("C " + shape_to_string(ctx.input(2).shape) + " does not broadcast to " + shape_to_string(y));
+  return {{ctx.input(0).dtype, y}};
+}
+
+}  // namespace
+
+EMBER_SCHEMA("Conv", "", infer_conv);
+EMBER_SCHEMA("FusedConv", "com.ember", infer_conv);
+EMBER_SCHEMA("ConvTranspose", "", infer_conv_transpose);
+EMBER_SCHEMA("MaxPool", "", infer_max_pool);
+EMBER_SCHEMA("AveragePool", "", infer_pool);
+EMBER_SCHEMA("LpPool", "", infer_pool);
+EMBER_SCHEMA("GlobalAveragePool", "", infer_global_pool);
+EMBER_SCHEMA("GlobalMaxPool", "", infer_global_pool);
+EMBER_SCHEMA("BatchNormalization", "", infer_batch_norm);
+EMBER_SCHEMA("MatMul", "", infer_matmul);
+EMBER_SCHEMA("FusedMatMul", "com.ember", infer_matmul);
+EMBER_SCHEMA("Gemm", "", infer_gemm);
+EMBER_SCHEMA("FusedGemm", "com.ember", infer_gemm);
+
+}  // namespace ember

@@ -1,0 +1,38 @@
+// Sliding-window geometry of Conv, ConvTranspose and the pooling ops, as ONNX defines
+// it (auto_pad, pads, strides, dilations, ceil_mode, output_shape). Shared by their
+// schemas and their kernels so both agree on every size.
+#pragma once
+
+#include "graph/graph.h"
+
+#include <ember/tensor.h>
+
+namespace ember {
+
+struct WindowGeometry {
+  Shape kernel;      // per spatial dim, undilated
+  Shape strides;
+  Shape dilations;
+  Shape pads_begin;
+  Shape pads_end;
+  Shape out;         // output spatial sizes
+};
+
+// Conv and pooling. `spatial_in` are the input's spatial sizes; `kernel` comes from
+// the kernel_shape attribute or, for Conv, from W. ceil_mode is pooling's rounding.
+// Raises ember::Error naming the node on inconsistent attributes.
+WindowGeometry forward_window(const Node& node, const Shape& spatial_in, const Shape& kernel,
+                              bool ceil_mode);
+
+// ConvTranspose (output_padding is returned separately: it enlarges `out` only at the
+// end, where no input contributes).
+struct TransposedWindow {
+  WindowGeometry window;
+  Shape output_padding;
+};
+TransposedWindow transposed_window(const Node& node, const Shape& spatial_in, const Shape& kernel);
+
+// The kernel shape of a Conv/ConvTranspose: kernel_shape if set, else W's spatial dims.
+Shape conv_kernel_shape(const Node& node, const Shape& w_shape);
+
+}  // namespace ember

@@ -1,0 +1,132 @@
+// Conv and com.ember FusedConv (bias, residual sum, activation) on oneDNN.
+#include "graph/schemas/window.h"
+#include "ops/cpu/dnnl_util.h"
+#include "ops/cpu/parallel.h"
+#include "ops/registry.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace ember {
+
+namespace {
+
+using dnnl::memory;
+
+// The descriptor of ONNX weights [M, C/group, k...] as oneDNN sees them: grouped
+// weights get a leading group dim (goihw is the same bytes as ONNX's layout).
+memory::desc onnx_weights_desc(const Shape& w, int64_t group) {
+  Shape dims = w;
+  if (group > 1) {
+    dims[0] /= group;
+    dims.insert(dims.begin(), group);
+  }
+  return plain_f32_desc(dims);
+}
+
+// Pointwise convolutions run on ember's plain NCHW tensors (oneDNN makes them one
+// GEMM). Others let oneDNN pick its layout (NHWC/blocked, ~2x faster on ResNet-50 and
+// MobileNetV2 3x3 and depthwise shapes even counting the reorders in and out).
+bool is_pointwise(const WindowGeometry& g, int64_t group) {
+  for (size_t i = 0; i < g.kernel.size(); ++i)
+    if (g.kernel[i] != 1 || g.strides[i] != 1 || g.pads_begin[i] != 0 || g.pads_end[i] != 0) return false;
+  return group == 1;
+}
+
+class ConvKernel final : public Kernel {
+ public:
+  ConvKernel(KernelInit& init, const Activation& act) {
+    const Shape& x = init.inputs[0].shape;
+    const Shape& w = init.inputs[1].shape;
+    const int64_t group = init.node.attributes.get_int_or("group", 1);
+    const WindowGeometry g = forward_window(init.node, Shape(x.begin() + 2, x.end()),
+                                            conv_kernel_shape(init.node, w), false);
+    has_bias_ = init.inputs.size() > 2 && init.inputs[2].present();
+    has_residual_ = init.inputs.size() > 3 && init.inputs[3].present();
+    const bool const_weights = init.values[1] != nullptr;
+
+    const memory::desc plain_src = plain_f32_desc(x), plain_dst = plain_f32_desc(init.outputs[0].shape);
+    const bool pointwise = is_pointwise(g, group);
+    bias_md_ = has_bias_ ? plain_f32_desc({w[0]}) : memory::desc();
+    const memory::desc plain_w = onnx_weights_desc(w, group);
+    memory::dims dilations;
+    for (int64_t d : g.dilations) dilations.push_back(d - 1);  // oneDNN counts the gaps
+    dnnl::post_ops ops;
+    if (has_residual_) ops.append_sum(1.f);
+    append_activation(ops, act);
+
+    DnnlThreadScope threads(init.num_threads);
+    const dnnl::convolution_forward::desc desc(
+        dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+        pointwise ? plain_src : any_layout(plain_src), const_weights ? any_layout(plain_w) : plain_w, bias_md_,
+        pointwise ? plain_dst : any_layout(plain_dst), to_dnnl_dims(g.strides), dilations,
+        to_dnnl_dims(g.pads_begin), to_dnnl_dims(g.pads_end));
+    const dnnl::convolution_forward::primitive_desc pd(desc, make_dnnl_attr(ops), dnnl_engine());
+    prim_ = dnnl::convolution_forward(pd);
+    src_md_ = pd.src_desc();
+    dst_md_ = pd.dst_desc();
+    weights_md_ = pd.weights_desc();
+    if (const_weights) weights_ = reorder_constant(init.values[1]->data(), plain_w, weights_md_);
+    scratch_md_ = pd.scratchpad_desc();
+
+    to_src_ = DnnlReorder(plain_src, src_md_);
+    if (has_residual_) to_dst_ = DnnlReorder(plain_dst, dst_md_);
+    from_dst_ = DnnlReorder(dst_md_, plain_dst);
+    WorkspaceLayout ws;
+    ws.take(std::max({scratchpad_bytes(pd), to_src_.scratchpad(), to_dst_.scratchpad(), from_dst_.scratchpad()}));
+    src_at_ = to_src_ ? ws.take(src_md_.get_size()) : 0;
+    dst_at_ = from_dst_ ? ws.take(dst_md_.get_size()) : 0;
+    init.workspace_bytes = ws.total();
+  }
+
+  void run(const RunArgs& args) const override {
+    void* scratch = args.workspace;
+    const void* x = args.inputs[0]->data();
+    if (to_src_) {
+      void* blocked = workspace_at(args, src_at_);
+      to_src_.run(x, blocked, scratch);
+      x = blocked;
+    }
+    void* y = from_dst_ ? workspace_at(args, dst_at_) : args.outputs[0]->data();
+    // The sum post-op adds to what dst holds, so the residual is put there first.
+    if (has_residual_ && to_dst_) to_dst_.run(args.inputs[3]->data(), y, scratch);
+    else if (has_residual_ && args.inputs[3]->data() != y) copy(args.inputs[3]->data_as<float>(), static_cast<float*>(y), args.outputs[0]->numel());
+    const void* w = weights_ ? weights_.get_data_handle() : args.inputs[1]->data();
+    dnnl_execute(prim_, handles_, {{DNNL_ARG_SRC, &src_md_, x},
+                         {DNNL_ARG_WEIGHTS, &weights_md_, w},
+                         {DNNL_ARG_BIAS, has_bias_ ? &bias_md_ : nullptr, has_bias_ ? args.inputs[2]->data() : nullptr},
+                         {DNNL_ARG_DST, &dst_md_, y},
+                         {DNNL_ARG_SCRATCHPAD, &scratch_md_, scratch}});
+    if (from_dst_) from_dst_.run(y, args.outputs[0]->data(), scratch);
+  }
+
+ private:
+  static void copy(const float* from, float* to, int64_t n) {
+    parallel_for(n, 1, [&](int64_t b, int64_t e) { std::memcpy(to + b, from + b, (e - b) * sizeof(float)); });
+  }
+
+  dnnl::convolution_forward prim_;
+  mutable DnnlHandles handles_;
+  memory::desc src_md_, weights_md_, bias_md_, dst_md_, scratch_md_;
+  memory weights_;
+  DnnlReorder to_src_, to_dst_, from_dst_;
+  size_t src_at_ = 0, dst_at_ = 0;
+  bool has_bias_ = false, has_residual_ = false;
+};
+
+std::unique_ptr<Kernel> make_conv(KernelInit& init, std::string* why_not) {
+  for (size_t i = 0; i < init.inputs.size(); ++i)
+    if (init.inputs[i].present() && !(*why_not = float32_only(init, i)).empty()) return nullptr;
+  if (init.inputs[0].shape.size() > 5) {
+    *why_not = "oneDNN convolutions have at most 3 spatial dims";
+    return nullptr;
+  }
+  return std::make_unique<ConvKernel>(init, parse_activation(init));
+}
+
+}  // namespace
+
+EMBER_KERNEL("Conv", "", 1, kMaxOpset, DeviceKind::Cpu, dense_factory<make_conv>);
+EMBER_KERNEL("FusedConv", "com.ember", 1, kMaxOpset, DeviceKind::Cpu, dense_factory<make_conv>);
+
+}  // namespace ember

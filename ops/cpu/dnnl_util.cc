@@ -1,0 +1,307 @@
+#include "ops/cpu/dnnl_util.h"
+
+#include "ops/cpu/parallel.h"
+
+#include <ember/error.h>
+
+#include <oneapi/dnnl/dnnl.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include <immintrin.h>
+
+#include <array>
+
+namespace ember {
+
+namespace {
+
+void check(dnnl_status_t status, const char* what) {
+  if (status != dnnl_success)
+    throw Error(std::string("oneDNN: ") + what + " failed (status " + std::to_string(status) + ")");
+}
+
+dnnl::memory::format_tag plain_tag(size_t rank) {
+  using tag = dnnl::memory::format_tag;
+  static constexpr tag tags[] = {tag::a,      tag::ab,      tag::abc,      tag::abcd,
+                                 tag::abcde,  tag::abcdef,  tag::abcdefg,  tag::abcdefgh,
+                                 tag::abcdefghi, tag::abcdefghij, tag::abcdefghijk,
+                                 tag::abcdefghijkl};
+  if (rank == 0 || rank > std::size(tags)) throw Error("oneDNN: unsupported rank " + std::to_string(rank));
+  return tags[rank - 1];
+}
+
+}  // namespace
+
+dnnl::engine& dnnl_engine() {
+  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  return engine;
+}
+
+dnnl::stream& dnnl_stream() {
+  thread_local dnnl::stream stream(dnnl_engine());
+  return stream;
+}
+
+dnnl::memory::dims to_dnnl_dims(const Shape& shape) { return {shape.begin(), shape.end()}; }
+
+dnnl::memory::desc plain_f32_desc(const Shape& shape) {
+  const Shape s = shape.empty() ? Shape{1} : shape;
+  return {to_dnnl_dims(s), dnnl::memory::data_type::f32, plain_tag(s.size())};
+}
+
+dnnl::memory::desc any_layout(const dnnl::memory::desc& md) {
+  return {md.dims(), md.data_type(), dnnl::memory::format_tag::any};
+}
+
+DnnlThreadScope::DnnlThreadScope(int num_threads) {
+#ifdef _OPENMP
+  saved_ = omp_get_max_threads();
+  omp_set_num_threads(std::max(num_threads, 1));
+#endif
+}
+
+DnnlThreadScope::~DnnlThreadScope() {
+#ifdef _OPENMP
+  omp_set_num_threads(saved_);
+#endif
+}
+
+Activation parse_activation(const KernelInit& init) {
+  if (init.node.domain != "com.ember") return {};
+  Activation act{init.node.attributes.get_string_or("activation", ""),
+                 init.node.attributes.get_floats_or("activation_params", {})};
+  size_t wanted = 0;
+  if (act.kind == "LeakyRelu") {
+    if (act.params.empty()) act.params = {0.01f};
+    wanted = 1;
+  } else if (act.kind == "Clip" || act.kind == "HardSigmoid") {
+    wanted = 2;
+  } else if (act.kind != "" && act.kind != "Relu" && act.kind != "Sigmoid" && act.kind != "Tanh" &&
+             act.kind != "HardSwish" && act.kind != "Gelu" && act.kind != "GeluTanh") {
+    init.fail("unknown fused activation '" + act.kind + "'");
+  }
+  if (act.params.size() != wanted)
+    init.fail("activation '" + act.kind + "' takes " + std::to_string(wanted) +
+              " activation_params, got " + std::to_string(act.params.size()));
+  return act;
+}
+
+void append_activation(dnnl::post_ops& ops, const Activation& act) {
+  using alg = dnnl::algorithm;
+  const auto& p = act.params;
+  if (act.kind == "Relu") ops.append_eltwise(1.f, alg::eltwise_relu, 0.f, 0.f);
+  else if (act.kind == "LeakyRelu") ops.append_eltwise(1.f, alg::eltwise_relu, p[0], 0.f);
+  else if (act.kind == "Clip") ops.append_eltwise(1.f, alg::eltwise_clip_v2, p[0], p[1]);
+  else if (act.kind == "Sigmoid") ops.append_eltwise(1.f, alg::eltwise_logistic, 0.f, 0.f);
+  else if (act.kind == "Tanh") ops.append_eltwise(1.f, alg::eltwise_tanh, 0.f, 0.f);
+  else if (act.kind == "HardSwish") ops.append_eltwise(1.f, alg::eltwise_hardswish, 0.f, 0.f);
+  else if (act.kind == "Gelu") ops.append_eltwise(1.f, alg::eltwise_gelu_erf, 0.f, 0.f);
+  else if (act.kind == "GeluTanh") ops.append_eltwise(1.f, alg::eltwise_gelu_tanh, 0.f, 0.f);
+  else if (act.kind == "HardSigmoid") {
+    // oneDNN 2.6 has no hardsigmoid: max(0, min(1, alpha*x + beta)) as linear + clip.
+    ops.append_eltwise(1.f, alg::eltwise_linear, p[0], p[1]);
+    ops.append_eltwise(1.f, alg::eltwise_clip_v2, 0.f, 1.f);
+  }
+}
+
+dnnl::primitive_attr make_dnnl_attr(const dnnl::post_ops& ops) {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  attr.set_post_ops(ops);
+  return attr;
+}
+
+size_t scratchpad_bytes(const dnnl::primitive_desc_base& pd) {
+  return pd.scratchpad_desc().get_size();
+}
+
+dnnl::memory reorder_constant(const void* data, const dnnl::memory::desc& from,
+                              const dnnl::memory::desc& to) {
+  dnnl::memory src(from, dnnl_engine(), const_cast<void*>(data));
+  dnnl::memory dst(to, dnnl_engine());
+  dnnl::reorder(src, dst).execute(dnnl_stream(), src, dst);
+  dnnl_stream().wait();
+  return dst;
+}
+
+DnnlHandles::~DnnlHandles() {
+  for (Slot& slot : slots_)
+    for (dnnl_memory_t m : slot.memory)
+      if (m) dnnl_memory_destroy(m);
+}
+
+void dnnl_execute(const dnnl::primitive& prim, DnnlHandles& handles, std::initializer_list<DnnlArg> args) {
+  if (args.size() > DnnlHandles::kMaxArgs) throw Error("oneDNN: too many primitive arguments");
+  DnnlHandles::Slot* slot = nullptr;
+  for (DnnlHandles::Slot& s : handles.slots_) {
+    bool expected = false;
+    if (s.busy.compare_exchange_strong(expected, true, std::memory_order_acquire)) {
+      slot = &s;
+      break;
+    }
+  }
+  std::array<dnnl_memory_t, DnnlHandles::kMaxArgs> temporary{};
+  auto& memory = slot ? slot->memory : temporary;
+  std::array<dnnl_exec_arg_t, DnnlHandles::kMaxArgs> exec{};
+  int n = 0;
+  dnnl_status_t status = dnnl_success;
+  for (size_t i = 0; i < args.size() && status == dnnl_success; ++i) {
+    const DnnlArg& a = args.begin()[i];
+    if (!a.desc) continue;
+    void* data = const_cast<void*>(a.data);
+    status = memory[i] ? dnnl_memory_set_data_handle_v2(memory[i], data, dnnl_stream().get())
+                       : dnnl_memory_create(&memory[i], &a.desc->data, dnnl_engine().get(), data);
+    exec[n++] = {a.arg, memory[i]};
+  }
+  if (status == dnnl_success) status = dnnl_primitive_execute(prim.get(), dnnl_stream().get(), n, exec.data());
+  if (status == dnnl_success) status = dnnl_stream_wait(dnnl_stream().get());
+  if (slot) slot->busy.store(false, std::memory_order_release);
+  for (dnnl_memory_t m : temporary)
+    if (m) dnnl_memory_destroy(m);
+  check(status, "primitive execution");
+}
+
+DnnlReorder::DnnlReorder(const dnnl::memory::desc& from, const dnnl::memory::desc& to)
+    : active_(from != to), from_(from), to_(to) {
+  if (!active_) return;
+  const dnnl::reorder::primitive_desc pd(dnnl_engine(), from, dnnl_engine(), to, make_dnnl_attr());
+  prim_ = dnnl::reorder(pd);
+  scratch_md_ = pd.scratchpad_desc();
+}
+
+void DnnlReorder::run(const void* from, void* to, void* scratch) const {
+  dnnl_execute(prim_, handles_, {{DNNL_ARG_FROM, &from_, from}, {DNNL_ARG_TO, &to_, to}, {DNNL_ARG_SCRATCHPAD, &scratch_md_, scratch}});
+}
+
+std::string float32_only(const KernelInit& init, size_t input) {
+  const DType t = init.inputs[input].dtype;
+  if (t == DType::Float32) return "";
+  return std::string("only float32 is supported, input ") + std::to_string(input) + " is " +
+         dtype_name(t);
+}
+
+namespace {
+
+void half_to_float(const uint16_t* from, float* to, int64_t n) {
+  parallel_for(n, 1, [&](int64_t b, int64_t e) {
+    int64_t i = b;
+    for (; i + 8 <= e; i += 8)
+      _mm256_storeu_ps(to + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(from + i))));
+    for (; i < e; ++i) to[i] = _cvtsh_ss(from[i]);
+  });
+}
+
+void float_to_half(const float* from, uint16_t* to, int64_t n) {
+  parallel_for(n, 1, [&](int64_t b, int64_t e) {
+    int64_t i = b;
+    for (; i + 8 <= e; i += 8)
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(to + i),
+                       _mm256_cvtps_ph(_mm256_loadu_ps(from + i), _MM_FROUND_TO_NEAREST_INT));
+    for (; i < e; ++i) to[i] = _cvtss_sh(from[i], _MM_FROUND_TO_NEAREST_INT);
+  });
+}
+
+Tensor to_float32(const Tensor& t) {
+  Tensor out(DType::Float32, t.shape());
+  half_to_float(t.data_as<uint16_t>(), out.data_as<float>(), t.numel());
+  return out;
+}
+
+constexpr size_t kMaxIo = 8;
+
+class Float16Adapter final : public Kernel {
+ public:
+  Float16Adapter(KernelInit& init, std::string* why_not, KernelFactory factory) {
+    if (init.inputs.size() > kMaxIo || init.outputs.size() > kMaxIo) {
+      *why_not = "too many inputs for the float16 conversion";
+      return;
+    }
+    std::vector<TensorType> inputs = init.inputs, outputs = init.outputs;
+    std::vector<const Tensor*> values = init.values;
+    constants_.reserve(inputs.size());
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (inputs[i].dtype != DType::Float16) continue;
+      inputs[i].dtype = DType::Float32;
+      convert_input_[i] = true;
+      if (values[i]) {
+        constants_.push_back(to_float32(*values[i]));
+        values[i] = &constants_.back();
+      }
+    }
+    for (auto& t : outputs)
+      if (t.dtype == DType::Float16) t.dtype = DType::Float32;
+    KernelInit inner{init.node, init.opset, init.device, inputs, values, outputs};
+    inner.num_threads = init.num_threads;
+    inner_ = factory(inner, why_not);
+    if (!inner_) return;
+    WorkspaceLayout ws;
+    ws.take(inner.workspace_bytes);
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (convert_input_[i] && !values[i]) input_at_[i] = ws.take(shape_numel(inputs[i].shape) * sizeof(float));
+    for (size_t i = 0; i < init.outputs.size(); ++i)
+      if (init.outputs[i].dtype == DType::Float16) {
+        convert_output_[i] = true;
+        output_at_[i] = ws.take(shape_numel(outputs[i].shape) * sizeof(float));
+      }
+    init.workspace_bytes = ws.total();
+    const_index_.fill(-1);
+    for (size_t i = 0, c = 0; i < inputs.size(); ++i)
+      if (convert_input_[i] && values[i]) const_index_[i] = static_cast<int>(c++);
+  }
+
+  bool ok() const { return inner_ != nullptr; }
+
+  void run(const RunArgs& args) const override {
+    std::array<Tensor, kMaxIo> in_views, out_views;
+    std::array<const Tensor*, kMaxIo> ins{};
+    std::array<Tensor*, kMaxIo> outs{};
+    for (size_t i = 0; i < args.inputs.size(); ++i) {
+      ins[i] = args.inputs[i];
+      if (!args.inputs[i] || !convert_input_[i]) continue;
+      if (const_index_[i] >= 0) {
+        ins[i] = &constants_[const_index_[i]];
+        continue;
+      }
+      float* buf = static_cast<float*>(workspace_at(args, input_at_[i]));
+      half_to_float(args.inputs[i]->data_as<uint16_t>(), buf, args.inputs[i]->numel());
+      in_views[i] = Tensor::view(DType::Float32, args.inputs[i]->shape(), buf);
+      ins[i] = &in_views[i];
+    }
+    for (size_t i = 0; i < args.outputs.size(); ++i) {
+      outs[i] = args.outputs[i];
+      if (!args.outputs[i] || !convert_output_[i]) continue;
+      out_views[i] = Tensor::view(DType::Float32, args.outputs[i]->shape(), workspace_at(args, output_at_[i]));
+      outs[i] = &out_views[i];
+    }
+    inner_->run(RunArgs{std::span(ins.data(), args.inputs.size()), std::span(outs.data(), args.outputs.size()),
+                        args.workspace, args.num_threads, args.stream});
+    for (size_t i = 0; i < args.outputs.size(); ++i)
+      if (outs[i] && convert_output_[i])
+        float_to_half(outs[i]->data_as<float>(), args.outputs[i]->data_as<uint16_t>(), outs[i]->numel());
+  }
+
+ private:
+  std::unique_ptr<Kernel> inner_;
+  std::vector<Tensor> constants_;  // float16 constants converted at plan time
+  std::array<bool, kMaxIo> convert_input_{}, convert_output_{};
+  std::array<int, kMaxIo> const_index_{};
+  std::array<size_t, kMaxIo> input_at_{}, output_at_{};
+};
+
+}  // namespace
+
+std::unique_ptr<Kernel> float16_via_float32(KernelInit& init, std::string* why_not, KernelFactory factory) {
+  for (const TensorType& t : init.inputs)
+    if (t.present() && t.dtype != DType::Float16 && t.dtype != DType::Float32) {
+      *why_not = std::string("float16 mixed with ") + dtype_name(t.dtype) + " is not supported";
+      return nullptr;
+    }
+  auto kernel = std::make_unique<Float16Adapter>(init, why_not, factory);
+  if (!kernel->ok()) return nullptr;
+  return kernel;
+}
+
+}  // namespace ember

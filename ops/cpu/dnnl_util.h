@@ -1,0 +1,158 @@
+// Shared plumbing for the CPU kernels built on oneDNN: the engine and per-thread
+// stream, memory descriptors for ember's plain (row-major) tensors, fused activation
+// post-ops, plan-time weight reorders and an allocation-light execute.
+#pragma once
+
+#include "ops/kernel.h"
+
+#include <ember/tensor.h>
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+#include <array>
+#include <atomic>
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace ember {
+
+// One CPU engine for the process; a stream per calling thread (streams are not
+// thread-safe, primitives are).
+dnnl::engine& dnnl_engine();
+dnnl::stream& dnnl_stream();
+
+dnnl::memory::dims to_dnnl_dims(const Shape& shape);
+// Row-major f32 descriptor of this shape (a, ab, abc, ...).
+dnnl::memory::desc plain_f32_desc(const Shape& shape);
+// The same dims and type with format_tag::any: the primitive picks the layout.
+dnnl::memory::desc any_layout(const dnnl::memory::desc& md);
+
+// oneDNN picks its blocking and thread split when a primitive is created, from
+// omp_get_max_threads(): create primitives under the thread count they will run with.
+class DnnlThreadScope {
+ public:
+  explicit DnnlThreadScope(int num_threads);
+  ~DnnlThreadScope();
+  DnnlThreadScope(const DnnlThreadScope&) = delete;
+  DnnlThreadScope& operator=(const DnnlThreadScope&) = delete;
+
+ private:
+  int saved_ = 1;
+};
+
+// The activation of the com.ember fused ops ("activation", "activation_params").
+struct Activation {
+  std::string kind;  // "" for none
+  std::vector<float> params;
+};
+// Reads and validates the fused activation attributes of a com.ember node (standard
+// ops have none); fails naming the node.
+Activation parse_activation(const KernelInit& init);
+void append_activation(dnnl::post_ops& ops, const Activation& act);
+
+// Attributes every ember primitive uses: user-managed scratchpad (so concurrent runs
+// of one primitive never share scratch memory).
+dnnl::primitive_attr make_dnnl_attr(const dnnl::post_ops& ops = {});
+
+// Bytes of scratchpad a primitive wants (user scratchpad mode).
+size_t scratchpad_bytes(const dnnl::primitive_desc_base& pd);
+
+// Constant weights reordered once into the layout the primitive prefers.
+dnnl::memory reorder_constant(const void* data, const dnnl::memory::desc& from,
+                              const dnnl::memory::desc& to);
+
+// One argument of a primitive execution: the descriptor and the caller's buffer. A
+// null desc marks an absent optional argument.
+struct DnnlArg {
+  int arg;
+  const dnnl::memory::desc* desc;
+  const void* data;
+};
+
+// oneDNN memory handles for one primitive's arguments, kept between runs (creating
+// them costs ~0.6 us each, which shows on small MatMuls). A few slots, claimed
+// lock-free, let concurrent runs each use their own; when all are busy a run makes
+// temporary handles. A slot's handles are created on its first run (warm-up), so
+// steady-state runs allocate nothing. Moving yields an empty cache.
+class DnnlHandles {
+ public:
+  static constexpr size_t kMaxArgs = 8;
+  DnnlHandles() = default;
+  DnnlHandles(DnnlHandles&&) noexcept {}
+  DnnlHandles& operator=(DnnlHandles&&) noexcept { return *this; }
+  ~DnnlHandles();
+
+ private:
+  friend void dnnl_execute(const dnnl::primitive&, DnnlHandles&, std::initializer_list<DnnlArg>);
+  struct Slot {
+    std::atomic<bool> busy{false};
+    std::array<dnnl_memory_t, kMaxArgs> memory{};
+  };
+  std::array<Slot, 4> slots_;
+};
+
+// Executes `prim` on the calling thread's stream with the caller's buffers.
+void dnnl_execute(const dnnl::primitive& prim, DnnlHandles& handles, std::initializer_list<DnnlArg> args);
+
+// A run-time reorder between ember's plain layout and a primitive's preferred one
+// (into a workspace buffer). Empty when both layouts are the same.
+class DnnlReorder {
+ public:
+  DnnlReorder() = default;
+  DnnlReorder(const dnnl::memory::desc& from, const dnnl::memory::desc& to);
+  explicit operator bool() const { return active_; }
+  size_t scratchpad() const { return active_ ? scratch_md_.get_size() : 0; }
+  void run(const void* from, void* to, void* scratch) const;
+
+ private:
+  bool active_ = false;
+  mutable DnnlHandles handles_;
+  dnnl::reorder prim_;
+  dnnl::memory::desc from_, to_, scratch_md_;
+};
+
+// Carves a workspace into 64-byte aligned slices in a fixed order: at plan time call
+// take() to learn offsets and the total, at run time add the offsets to the pointer.
+class WorkspaceLayout {
+ public:
+  size_t take(size_t bytes) {
+    const size_t at = total_;
+    total_ += (bytes + 63) / 64 * 64;
+    return at;
+  }
+  size_t total() const { return total_; }
+
+ private:
+  size_t total_ = 0;
+};
+
+inline void* workspace_at(const RunArgs& args, size_t offset) {
+  return static_cast<char*>(args.workspace) + offset;
+}
+
+// Why a float-only kernel refuses this dtype, or "" when the dtype is float32.
+std::string float32_only(const KernelInit& init, size_t input);
+
+// Float16 support by conversion: builds `factory`'s float32 kernel and converts
+// float16 inputs (constants once, at plan time) and outputs around it. Its run creates
+// small tensor views (a shape vector each); the float32 path is unaffected.
+std::unique_ptr<Kernel> float16_via_float32(KernelInit& init, std::string* why_not, KernelFactory factory);
+
+// How the dense kernels register: a float32 factory, extended to float16 inputs by
+// conversion, with a configuration oneDNN rejects turned into a refusal (so the planner
+// can try elsewhere) instead of an exception from inside oneDNN.
+template <KernelFactory Factory>
+std::unique_ptr<Kernel> dense_factory(KernelInit& init, std::string* why_not) {
+  try {
+    for (const TensorType& t : init.inputs)
+      if (t.dtype == DType::Float16) return float16_via_float32(init, why_not, Factory);
+    return Factory(init, why_not);
+  } catch (const dnnl::error& e) {
+    *why_not = std::string("oneDNN cannot run this configuration: ") + e.what();
+    return nullptr;
+  }
+}
+
+}  // namespace ember

@@ -1,0 +1,182 @@
+// MatMul, Gemm and their com.ember fused forms (bias, activation) on oneDNN's matmul.
+#include "ops/cpu/dnnl_util.h"
+#include "ops/cpu/parallel.h"
+#include "ops/registry.h"
+
+namespace ember {
+
+namespace {
+
+using dnnl::memory;
+
+// One oneDNN matmul with its descriptors; weights reordered at plan time when constant.
+class DnnlMatMul {
+ public:
+  // `b_md` describes B as it lies in memory (possibly transposed via strides).
+  void build(const KernelInit& init, const memory::desc& a_md, const memory::desc& b_md,
+             const memory::desc& bias_md, const memory::desc& c_md, const dnnl::primitive_attr& attr,
+             const Tensor* b_value) {
+    a_md_ = a_md;
+    bias_md_ = bias_md;
+    c_md_ = c_md;
+    DnnlThreadScope threads(init.num_threads);
+    const dnnl::matmul::desc desc(a_md, b_value ? any_layout(b_md) : b_md, bias_md, c_md);
+    const dnnl::matmul::primitive_desc pd(desc, attr, dnnl_engine());
+    prim_ = dnnl::matmul(pd);
+    b_md_ = pd.weights_desc();
+    if (b_value) b_ = reorder_constant(b_value->data(), b_md, b_md_);
+    scratch_md_ = pd.scratchpad_desc();
+  }
+
+  size_t scratchpad() const { return scratch_md_.get_size(); }
+
+  void run(const void* a, const void* b, const void* bias, void* c, void* scratch) const {
+    dnnl_execute(prim_, handles_, {{DNNL_ARG_SRC, &a_md_, a},
+                         {DNNL_ARG_WEIGHTS, &b_md_, b_ ? b_.get_data_handle() : b},
+                         {DNNL_ARG_BIAS, bias ? &bias_md_ : nullptr, bias},
+                         {DNNL_ARG_DST, &c_md_, c},
+                         {DNNL_ARG_SCRATCHPAD, &scratch_md_, scratch}});
+  }
+
+ private:
+  dnnl::matmul prim_;
+  mutable DnnlHandles handles_;
+  memory::desc a_md_, b_md_, bias_md_, c_md_, scratch_md_;
+  memory b_;
+};
+
+bool float_inputs(const KernelInit& init, std::string* why_not) {
+  for (size_t i = 0; i < init.inputs.size(); ++i)
+    if (init.inputs[i].present() && !(*why_not = float32_only(init, i)).empty()) return false;
+  return true;
+}
+
+// MatMul with numpy semantics: 1-D operands gain a unit dim that the output drops;
+// batch dims broadcast. A 2-D B folds A's batch into M: one large GEMM.
+class MatMulKernel final : public Kernel {
+ public:
+  MatMulKernel(KernelInit& init, const Activation& act) {
+    Shape a = init.inputs[0].shape, b = init.inputs[1].shape;
+    if (a.size() == 1) a.insert(a.begin(), 1);
+    if (b.size() == 1) b.push_back(1);
+    const int64_t k = a.back(), n = b.back();
+    if (b.size() == 2) {
+      a = {shape_numel(a) / k, k};
+    } else {
+      const size_t rank = std::max(a.size(), b.size());
+      a.insert(a.begin(), rank - a.size(), 1);
+      b.insert(b.begin(), rank - b.size(), 1);
+    }
+    Shape c(a.begin(), a.end() - 2);
+    for (size_t i = 0; i < c.size(); ++i) c[i] = std::max(a[i], b[i]);
+    c.insert(c.end(), {a[a.size() - 2], n});
+    has_bias_ = init.inputs.size() > 2 && init.inputs[2].present();
+    Shape bias(c.size(), 1);
+    bias.back() = n;
+    dnnl::post_ops ops;
+    append_activation(ops, act);
+    mm_.build(init, plain_f32_desc(a), plain_f32_desc(b), has_bias_ ? plain_f32_desc(bias) : memory::desc(),
+              plain_f32_desc(c), make_dnnl_attr(ops), b.size() == 2 ? init.values[1] : nullptr);
+    init.workspace_bytes = mm_.scratchpad();
+  }
+
+  void run(const RunArgs& args) const override {
+    mm_.run(args.inputs[0]->data(), args.inputs[1]->data(), has_bias_ ? args.inputs[2]->data() : nullptr,
+            args.outputs[0]->data(), args.workspace);
+  }
+
+ private:
+  DnnlMatMul mm_;
+  bool has_bias_ = false;
+};
+
+std::unique_ptr<Kernel> make_matmul(KernelInit& init, std::string* why_not) {
+  if (!float_inputs(init, why_not)) return nullptr;
+  if (std::max(init.inputs[0].shape.size(), init.inputs[1].shape.size()) > 12) {
+    *why_not = "oneDNN matmul supports rank 12 at most";
+    return nullptr;
+  }
+  return std::make_unique<MatMulKernel>(init, parse_activation(init));
+}
+
+// Gemm: Y = act(alpha * op(A) op(B) + beta * C). A row vector C ([N], [1, N]) with
+// alpha = 1 becomes the matmul's bias (scaled by beta at plan time when constant);
+// any other C is broadcast into Y first and added by a sum post-op.
+class GemmKernel final : public Kernel {
+ public:
+  GemmKernel(KernelInit& init, const Activation& act) {
+    const auto& at = init.node.attributes;
+    const bool ta = at.get_int_or("transA", 0) != 0, tb = at.get_int_or("transB", 0) != 0;
+    const float alpha = at.get_float_or("alpha", 1.f);
+    beta_ = at.get_float_or("beta", 1.f);
+    const Shape& a = init.inputs[0].shape;
+    m_ = init.outputs[0].shape[0];
+    n_ = init.outputs[0].shape[1];
+    const int64_t k = ta ? a[0] : a[1];
+    const memory::desc a_md({m_, k}, memory::data_type::f32, ta ? memory::dims{1, m_} : memory::dims{k, 1});
+    const memory::desc b_md({k, n_}, memory::data_type::f32, tb ? memory::dims{1, k} : memory::dims{n_, 1});
+
+    const bool has_c = init.inputs.size() > 2 && init.inputs[2].present() && beta_ != 0.f;
+    if (has_c) c_shape_ = init.inputs[2].shape;
+    const bool row_c = has_c && shape_numel(c_shape_) == n_ && n_ > 1 &&
+                       (c_shape_.size() == 1 || (c_shape_.size() == 2 && c_shape_[0] == 1));
+    const Tensor* c_value = has_c ? init.values[2] : nullptr;
+    use_bias_ = row_c && alpha == 1.f && (beta_ == 1.f || c_value);
+    fill_c_ = has_c && !use_bias_;
+    if (use_bias_ && beta_ != 1.f) {
+      const float* c = c_value->data_as<float>();
+      scaled_bias_.resize(n_);
+      for (int64_t j = 0; j < n_; ++j) scaled_bias_[j] = beta_ * c[j];
+    }
+
+    dnnl::post_ops ops;
+    if (fill_c_) ops.append_sum(1.f);
+    append_activation(ops, act);
+    dnnl::primitive_attr attr = make_dnnl_attr(ops);
+    if (alpha != 1.f) attr.set_output_scales(0, {alpha});
+    mm_.build(init, a_md, b_md, use_bias_ ? plain_f32_desc({1, n_}) : memory::desc(), plain_f32_desc({m_, n_}),
+              attr, init.values[1]);
+    init.workspace_bytes = mm_.scratchpad();
+  }
+
+  void run(const RunArgs& args) const override {
+    float* y = args.outputs[0]->data_as<float>();
+    if (fill_c_) fill_with_c(args.inputs[2]->data_as<float>(), y);
+    const void* bias = !use_bias_ ? nullptr
+                       : scaled_bias_.empty() ? args.inputs[2]->data()
+                                              : static_cast<const void*>(scaled_bias_.data());
+    mm_.run(args.inputs[0]->data(), args.inputs[1]->data(), bias, y, args.workspace);
+  }
+
+ private:
+  // y[i, j] = beta * C broadcast from [], [1], [N], [1, N], [M, 1] or [M, N].
+  void fill_with_c(const float* c, float* y) const {
+    const Shape cs = c_shape_.size() == 2 ? c_shape_ : Shape{1, c_shape_.empty() ? 1 : c_shape_[0]};
+    const int64_t row_step = cs[0] == 1 ? 0 : cs[1], col_step = cs[1] == 1 ? 0 : 1;
+    parallel_for(m_, n_, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i)
+        for (int64_t j = 0; j < n_; ++j) y[i * n_ + j] = beta_ * c[i * row_step + j * col_step];
+    });
+  }
+
+  DnnlMatMul mm_;
+  int64_t m_ = 0, n_ = 0;
+  float beta_ = 1.f;
+  Shape c_shape_;
+  bool use_bias_ = false, fill_c_ = false;
+  std::vector<float> scaled_bias_;
+};
+
+std::unique_ptr<Kernel> make_gemm(KernelInit& init, std::string* why_not) {
+  if (!float_inputs(init, why_not)) return nullptr;
+  return std::make_unique<GemmKernel>(init, parse_activation(init));
+}
+
+}  // namespace
+
+EMBER_KERNEL("MatMul", "", 1, kMaxOpset, DeviceKind::Cpu, dense_factory<make_matmul>);
+EMBER_KERNEL("FusedMatMul", "com.ember", 1, kMaxOpset, DeviceKind::Cpu, dense_factory<make_matmul>);
+EMBER_KERNEL("Gemm", "", 1, kMaxOpset, DeviceKind::Cpu, dense_factory<make_gemm>);
+EMBER_KERNEL("FusedGemm", "com.ember", 1, kMaxOpset, DeviceKind::Cpu, dense_factory<make_gemm>);
+
+}  // namespace ember

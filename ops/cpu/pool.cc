@@ -1,0 +1,216 @@
+// MaxPool, AveragePool, LpPool, GlobalAveragePool and GlobalMaxPool. oneDNN runs the
+// common cases; a direct loop covers what it lacks (MaxPool's Indices, LpPool, and
+// count_include_pad averages whose ceil_mode windows run past the explicit padding,
+// which ONNX does not count).
+#include "graph/schemas/window.h"
+#include "ops/cpu/dnnl_util.h"
+#include "ops/cpu/parallel.h"
+#include "ops/registry.h"
+
+#include <cmath>
+#include <limits>
+
+namespace ember {
+
+namespace {
+
+enum class PoolKind { Max, Average, Lp };
+
+// Window geometry padded to 3 spatial dims (leading dims of size 1) for the loop.
+struct Window3 {
+  int64_t in[3], out[3], k[3], s[3], d[3], pb[3], pe[3];
+};
+
+Window3 to_window3(const WindowGeometry& g, const Shape& x) {
+  const size_t sd = g.kernel.size(), lead = 3 - sd;
+  Window3 w;
+  for (size_t i = 0; i < 3; ++i) {
+    const bool real = i >= lead;
+    const size_t j = real ? i - lead : 0;
+    w.in[i] = real ? x[2 + j] : 1;
+    w.out[i] = real ? g.out[j] : 1;
+    w.k[i] = real ? g.kernel[j] : 1;
+    w.s[i] = real ? g.strides[j] : 1;
+    w.d[i] = real ? g.dilations[j] : 1;
+    w.pb[i] = real ? g.pads_begin[j] : 0;
+    w.pe[i] = real ? g.pads_end[j] : 0;
+  }
+  return w;
+}
+
+// The direct loop: one (n, c) plane at a time.
+class LoopPoolKernel final : public Kernel {
+ public:
+  LoopPoolKernel(PoolKind kind, const WindowGeometry& g, const Shape& x, bool count_pad, float p, bool col_major)
+      : kind_(kind), w_(to_window3(g, x)), planes_(x[0] * x[1]), count_pad_(count_pad), p_(p), col_major_(col_major) {}
+
+  void run(const RunArgs& args) const override {
+    const float* x = args.inputs[0]->data_as<float>();
+    float* y = args.outputs[0]->data_as<float>();
+    int64_t* idx = args.outputs.size() > 1 && args.outputs[1] ? args.outputs[1]->data_as<int64_t>() : nullptr;
+    const int64_t in_plane = w_.in[0] * w_.in[1] * w_.in[2], out_plane = w_.out[0] * w_.out[1] * w_.out[2];
+    parallel_for(planes_, out_plane * w_.k[0] * w_.k[1] * w_.k[2], [&](int64_t b, int64_t e) {
+      for (int64_t pl = b; pl < e; ++pl)
+        pool_plane(x + pl * in_plane, y + pl * out_plane, idx ? idx + pl * out_plane : nullptr, pl * in_plane);
+    });
+  }
+
+ private:
+  void pool_plane(const float* x, float* y, int64_t* idx, int64_t base) const {
+    const Window3& w = w_;
+    for (int64_t o0 = 0; o0 < w.out[0]; ++o0)
+      for (int64_t o1 = 0; o1 < w.out[1]; ++o1)
+        for (int64_t o2 = 0; o2 < w.out[2]; ++o2) {
+          const int64_t o[3] = {o0, o1, o2};
+          float best = -std::numeric_limits<float>::infinity(), sum = 0;
+          int64_t best_at = -1, counted = 0;
+          for (int64_t k0 = 0; k0 < w.k[0]; ++k0)
+            for (int64_t k1 = 0; k1 < w.k[1]; ++k1)
+              for (int64_t k2 = 0; k2 < w.k[2]; ++k2) {
+                const int64_t kk[3] = {k0, k1, k2};
+                int64_t i[3];
+                bool inside = true, in_padding = true;
+                for (int a = 0; a < 3; ++a) {
+                  i[a] = o[a] * w.s[a] - w.pb[a] + kk[a] * w.d[a];
+                  inside &= i[a] >= 0 && i[a] < w.in[a];
+                  in_padding &= i[a] < w.in[a] + w.pe[a];  // the explicit padding, not ceil's extra
+                }
+                counted += inside || (count_pad_ && in_padding);
+                if (!inside) continue;
+                const float v = x[(i[0] * w.in[1] + i[1]) * w.in[2] + i[2]];
+                if (kind_ == PoolKind::Max && v > best) {
+                  best = v;
+                  best_at = col_major_ ? (i[2] * w.in[1] + i[1]) * w.in[0] + i[0] : (i[0] * w.in[1] + i[1]) * w.in[2] + i[2];
+                }
+                sum += kind_ == PoolKind::Lp ? std::pow(std::fabs(v), p_) : v;
+              }
+          const int64_t at = (o0 * w.out[1] + o1) * w.out[2] + o2;
+          if (kind_ == PoolKind::Max) y[at] = best;
+          else if (kind_ == PoolKind::Average) y[at] = counted ? sum / counted : 0.f;
+          else y[at] = std::pow(sum, 1.f / p_);
+          if (idx) idx[at] = base + best_at;
+        }
+  }
+
+  PoolKind kind_;
+  Window3 w_;
+  int64_t planes_;
+  bool count_pad_;
+  float p_;
+  bool col_major_;
+};
+
+class DnnlPoolKernel final : public Kernel {
+ public:
+  DnnlPoolKernel(KernelInit& init, dnnl::algorithm alg, const WindowGeometry& g, const Shape& pads_end) {
+    src_md_ = plain_f32_desc(init.inputs[0].shape);
+    dst_md_ = plain_f32_desc(init.outputs[0].shape);
+    dnnl::memory::dims dilations;
+    for (int64_t d : g.dilations) dilations.push_back(d - 1);
+    DnnlThreadScope threads(init.num_threads);
+    const dnnl::pooling_v2_forward::desc desc(dnnl::prop_kind::forward_inference, alg, src_md_, dst_md_,
+                                              to_dnnl_dims(g.strides), to_dnnl_dims(g.kernel), dilations,
+                                              to_dnnl_dims(g.pads_begin), to_dnnl_dims(pads_end));
+    const dnnl::pooling_v2_forward::primitive_desc pd(desc, make_dnnl_attr(), dnnl_engine());
+    prim_ = dnnl::pooling_v2_forward(pd);
+    scratch_md_ = pd.scratchpad_desc();
+    init.workspace_bytes = scratchpad_bytes(pd);
+  }
+
+  void run(const RunArgs& args) const override {
+    dnnl_execute(prim_, handles_, {{DNNL_ARG_SRC, &src_md_, args.inputs[0]->data()},
+                         {DNNL_ARG_DST, &dst_md_, args.outputs[0]->data()},
+                         {DNNL_ARG_SCRATCHPAD, &scratch_md_, args.workspace}});
+  }
+
+ private:
+  dnnl::pooling_v2_forward prim_;
+  mutable DnnlHandles handles_;
+  dnnl::memory::desc src_md_, dst_md_, scratch_md_;
+};
+
+// The end padding oneDNN needs for ONNX's output size (larger under ceil_mode), and
+// whether it exceeds the explicit padding somewhere.
+Shape dnnl_pads_end(const WindowGeometry& g, const Shape& x, bool* extended) {
+  Shape pe = g.pads_end;
+  *extended = false;
+  for (size_t i = 0; i < pe.size(); ++i) {
+    const int64_t dk = (g.kernel[i] - 1) * g.dilations[i] + 1;
+    const int64_t needed = (g.out[i] - 1) * g.strides[i] + dk - x[2 + i] - g.pads_begin[i];
+    if (needed > pe[i]) {
+      pe[i] = needed;
+      *extended = true;
+    }
+  }
+  return pe;
+}
+
+std::unique_ptr<Kernel> make_pool(KernelInit& init, std::string* why_not, PoolKind kind) {
+  if (!(*why_not = float32_only(init, 0)).empty()) return nullptr;
+  const Shape& x = init.inputs[0].shape;
+  if (x.size() > 5) {
+    *why_not = "pooling supports at most 3 spatial dims";
+    return nullptr;
+  }
+  const auto& at = init.node.attributes;
+  const WindowGeometry g = forward_window(init.node, Shape(x.begin() + 2, x.end()), at.get_ints("kernel_shape"),
+                                          at.get_int_or("ceil_mode", 0) != 0);
+  const bool count_pad = at.get_int_or("count_include_pad", 0) != 0;
+  const bool col_major = at.get_int_or("storage_order", 0) != 0;
+  float p = 2.f;
+  if (const Attribute* pa = at.find("p")) p = pa->kind == Attribute::Kind::Float ? pa->f : static_cast<float>(pa->i);
+  if (kind == PoolKind::Lp && !(p > 0)) init.fail("p must be positive");
+  const bool want_indices = init.node.outputs.size() > 1 && !init.node.outputs[1].empty();
+
+  bool extended = false;
+  const Shape pads_end = dnnl_pads_end(g, x, &extended);
+  const bool loop = kind == PoolKind::Lp || want_indices || (kind == PoolKind::Average && count_pad && extended);
+  if (loop) return std::make_unique<LoopPoolKernel>(kind, g, x, count_pad, p, col_major);
+  const dnnl::algorithm alg = kind == PoolKind::Max ? dnnl::algorithm::pooling_max
+                              : count_pad           ? dnnl::algorithm::pooling_avg_include_padding
+                                                    : dnnl::algorithm::pooling_avg_exclude_padding;
+  return std::make_unique<DnnlPoolKernel>(init, alg, g, pads_end);
+}
+
+std::unique_ptr<Kernel> make_max_pool(KernelInit& init, std::string* why_not) {
+  return make_pool(init, why_not, PoolKind::Max);
+}
+std::unique_ptr<Kernel> make_average_pool(KernelInit& init, std::string* why_not) {
+  return make_pool(init, why_not, PoolKind::Average);
+}
+std::unique_ptr<Kernel> make_lp_pool(KernelInit& init, std::string* why_not) {
+  return make_pool(init, why_not, PoolKind::Lp);
+}
+
+// Global pooling: one reduction per (n, c) plane, memory-bound, so a plain loop.
+template <bool Max>
+void global_pool(const RunArgs& args) {
+  const Tensor& x = *args.inputs[0];
+  const int64_t planes = x.shape()[0] * x.shape()[1], size = x.numel() / std::max<int64_t>(planes, 1);
+  const float* xp = x.data_as<float>();
+  float* y = args.outputs[0]->data_as<float>();
+  parallel_for(planes, size, [&](int64_t b, int64_t e) {
+    for (int64_t pl = b; pl < e; ++pl) {
+      const float* v = xp + pl * size;
+      float acc = Max ? -std::numeric_limits<float>::infinity() : 0.f;
+      for (int64_t i = 0; i < size; ++i) acc = Max ? std::max(acc, v[i]) : acc + v[i];
+      y[pl] = Max ? acc : acc / static_cast<float>(size);
+    }
+  });
+}
+
+template <bool Max>
+std::unique_ptr<Kernel> make_global_pool(KernelInit& init, std::string* why_not) {
+  if (!(*why_not = float32_only(init, 0)).empty()) return nullptr;
+  return std::make_unique<FunctionKernel>(&global_pool<Max>);
+}
+
+}  // namespace
+
+EMBER_KERNEL("MaxPool", "", 1, kMaxOpset, DeviceKind::Cpu, dense_factory<make_max_pool>);
+EMBER_KERNEL("AveragePool", "", 1, kMaxOpset, DeviceKind::Cpu, dense_factory<make_average_pool>);
+EMBER_KERNEL("LpPool", "", 1, kMaxOpset, DeviceKind::Cpu, dense_factory<make_lp_pool>);
+EMBER_KERNEL("GlobalAveragePool", "", 1, kMaxOpset, DeviceKind::Cpu, dense_factory<make_global_pool<false>>);
+EMBER_KERNEL("GlobalMaxPool", "", 1, kMaxOpset, DeviceKind::Cpu, dense_factory<make_global_pool<true>>);
+
+}  // namespace ember

@@ -1,0 +1,222 @@
+// Conv and FusedConv against a direct-loop convolution.
+#include "test_conv_util.h"
+
+#include <thread>
+
+namespace ember::test {
+namespace {
+
+// Tolerance: float32 sums of at most a few hundred terms in another order.
+constexpr float kRtol = 1e-4f, kAtol = 1e-5f;
+
+struct ConvParams {
+  Shape strides, dilations, pads_begin, pads_end;  // per spatial dim
+  int64_t group = 1;
+};
+
+// Direct convolution over 1..3 spatial dims (missing leading dims are size 1).
+std::vector<float> reference_conv(const Tensor& x, const Tensor& w, const Tensor* b, const ConvParams& p,
+                                  const Shape& y_shape) {
+  const size_t sd = x.rank() - 2, pad = 3 - sd;
+  auto dims3 = [&](const Shape& s, size_t from, int64_t fill) {
+    Shape r(pad, fill);
+    r.insert(r.end(), s.begin() + from, s.begin() + from + sd);
+    return r;
+  };
+  const Shape in = dims3(x.shape(), 2, 1), k = dims3(w.shape(), 2, 1), out = dims3(y_shape, 2, 1);
+  const Shape st = dims3(p.strides, 0, 1), dl = dims3(p.dilations, 0, 1), pb = dims3(p.pads_begin, 0, 0);
+  const int64_t n_batch = x.shape()[0], c_in = x.shape()[1], m = w.shape()[0];
+  const int64_t cg = c_in / p.group, mg = m / p.group;
+  const float* xp = x.data_as<float>();
+  const float* wp = w.data_as<float>();
+  std::vector<float> y;
+  for (int64_t n = 0; n < n_batch; ++n)
+    for (int64_t oc = 0; oc < m; ++oc)
+      for (int64_t o0 = 0; o0 < out[0]; ++o0)
+        for (int64_t o1 = 0; o1 < out[1]; ++o1)
+          for (int64_t o2 = 0; o2 < out[2]; ++o2) {
+            double acc = b ? b->data_as<float>()[oc] : 0;
+            const int64_t g = oc / mg;
+            for (int64_t ic = 0; ic < cg; ++ic)
+              for (int64_t k0 = 0; k0 < k[0]; ++k0)
+                for (int64_t k1 = 0; k1 < k[1]; ++k1)
+                  for (int64_t k2 = 0; k2 < k[2]; ++k2) {
+                    const int64_t i0 = o0 * st[0] - pb[0] + k0 * dl[0];
+                    const int64_t i1 = o1 * st[1] - pb[1] + k1 * dl[1];
+                    const int64_t i2 = o2 * st[2] - pb[2] + k2 * dl[2];
+                    if (i0 < 0 || i0 >= in[0] || i1 < 0 || i1 >= in[1] || i2 < 0 || i2 >= in[2]) continue;
+                    const int64_t c = g * cg + ic;
+                    acc += double(xp[(((n * c_in + c) * in[0] + i0) * in[1] + i1) * in[2] + i2]) *
+                           wp[(((oc * cg + ic) * k[0] + k0) * k[1] + k1) * k[2] + k2];
+                  }
+            y.push_back(static_cast<float>(acc));
+          }
+  return y;
+}
+
+Node conv_node(const ConvParams& p, bool bias, const std::string& auto_pad = "NOTSET") {
+  Node node = make_node("Conv", bias ? 3 : 2);
+  node.attributes.set_ints("strides", p.strides);
+  node.attributes.set_ints("dilations", p.dilations);
+  if (auto_pad == "NOTSET") {
+    Shape pads = p.pads_begin;
+    pads.insert(pads.end(), p.pads_end.begin(), p.pads_end.end());
+    node.attributes.set_ints("pads", pads);
+  } else {
+    node.attributes.set_string("auto_pad", auto_pad);
+  }
+  node.attributes.set_int("group", p.group);
+  return node;
+}
+
+void check_conv(const Shape& x_shape, const Shape& w_shape, const ConvParams& p, const Shape& y_shape,
+                const std::string& auto_pad = "NOTSET", uint32_t seed = 1) {
+  const Tensor x = random_tensor(x_shape, seed), w = random_tensor(w_shape, seed + 1);
+  const Tensor b = random_tensor({w_shape[0]}, seed + 2);
+  const auto y = run_node(conv_node(p, true, auto_pad), 22, {&x, &w, &b});
+  ASSERT_EQ(y[0].shape(), y_shape);
+  expect_close(y[0], reference_conv(x, w, &b, p, y_shape), kRtol, kAtol);
+}
+
+TEST(Conv, Plain2dOddSizes3x3) {
+  check_conv({1, 3, 7, 9}, {4, 3, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, {1, 1}}, {1, 4, 7, 9});
+}
+
+TEST(Conv, Stride2AsymmetricPads5x5) {
+  check_conv({2, 3, 7, 9}, {5, 3, 5, 5}, {{2, 2}, {1, 1}, {2, 1}, {0, 2}}, {2, 5, 3, 4});
+}
+
+TEST(Conv, Dilation2And1x1) {
+  check_conv({1, 3, 9, 8}, {4, 3, 3, 3}, {{1, 1}, {2, 2}, {0, 1}, {1, 0}}, {1, 4, 6, 5});
+  check_conv({1, 6, 5, 7}, {3, 6, 1, 1}, {{1, 1}, {1, 1}, {0, 0}, {0, 0}}, {1, 3, 5, 7});
+}
+
+TEST(Conv, Groups2AndDepthwise) {
+  check_conv({1, 4, 7, 9}, {6, 2, 3, 3}, {{1, 2}, {1, 1}, {1, 1}, {1, 1}, 2}, {1, 6, 7, 5});
+  check_conv({1, 5, 7, 9}, {5, 1, 3, 3}, {{2, 2}, {1, 1}, {1, 1}, {1, 1}, 5}, {1, 5, 4, 5});
+}
+
+TEST(Conv, OneAndThreeSpatialDims) {
+  check_conv({2, 3, 11}, {4, 3, 3}, {{2}, {2}, {1}, {2}}, {2, 4, 5});
+  check_conv({1, 2, 5, 6, 7}, {3, 2, 3, 2, 3}, {{1, 2, 1}, {1, 1, 2}, {1, 0, 1}, {0, 1, 1}}, {1, 3, 4, 3, 5});
+}
+
+TEST(Conv, AutoPadSameUpperLowerAndValid) {
+  // in 7, kernel 4, stride 2: out 4, total pad (4-1)*2+4-7 = 3 -> upper 1/2, lower 2/1.
+  check_conv({1, 2, 7, 7}, {3, 2, 4, 4}, {{2, 2}, {1, 1}, {1, 1}, {2, 2}}, {1, 3, 4, 4}, "SAME_UPPER");
+  check_conv({1, 2, 7, 7}, {3, 2, 4, 4}, {{2, 2}, {1, 1}, {2, 2}, {1, 1}}, {1, 3, 4, 4}, "SAME_LOWER");
+  check_conv({1, 2, 7, 8}, {3, 2, 3, 2}, {{2, 3}, {1, 1}, {0, 0}, {0, 0}}, {1, 3, 3, 3}, "VALID");
+}
+
+TEST(Conv, NoBiasAndKernelShapeAttribute) {
+  const Tensor x = random_tensor({1, 3, 6, 5}, 7), w = random_tensor({2, 3, 3, 3}, 8);
+  Node node = make_node("Conv", 2);
+  node.attributes.set_ints("kernel_shape", {3, 3});
+  const auto y = run_node(node, 11, {&x, &w});
+  const ConvParams p{{1, 1}, {1, 1}, {0, 0}, {0, 0}};
+  expect_close(y[0], reference_conv(x, w, nullptr, p, {1, 2, 4, 3}), kRtol, kAtol);
+}
+
+TEST(Conv, TwoIntraOpThreads) {
+  const ConvParams p{{1, 1}, {1, 1}, {1, 1}, {1, 1}, 1};
+  const Tensor x = random_tensor({2, 8, 15, 17}, 6), w = random_tensor({16, 8, 3, 3}, 7), b = random_tensor({16}, 8);
+  const auto y = run_node(conv_node(p, true), 22, {&x, &w, &b}, /*threads=*/2);
+  expect_close(y[0], reference_conv(x, w, &b, p, {2, 16, 15, 17}), kRtol, kAtol);
+}
+
+TEST(Conv, WeightsKnownOnlyAtRunTime) {
+  const ConvParams p{{1, 1}, {1, 1}, {1, 1}, {1, 1}, 1};
+  const Tensor x = random_tensor({1, 3, 7, 9}, 3), w = random_tensor({4, 3, 3, 3}, 4), b = random_tensor({4}, 5);
+  const auto y = run_node_runtime_inputs(conv_node(p, true), 22, {&x, &w, &b});
+  expect_close(y[0], reference_conv(x, w, &b, p, {1, 4, 7, 9}), kRtol, kAtol);
+}
+
+TEST(Conv, RefusesIntegerInputs) {
+  EXPECT_NE(why_refused(make_node("Conv", 2), 22, {{DType::Int32, {1, 1, 3, 3}}, {DType::Int32, {1, 1, 1, 1}}}),
+            "");
+}
+
+TEST(Conv, MismatchedChannelsRaise) {
+  const Tensor x = random_tensor({1, 3, 5, 5}, 1), w = random_tensor({2, 2, 3, 3}, 2);
+  EXPECT_THROW(run_node(make_node("Conv", 2), 22, {&x, &w}), Error);
+}
+
+// FusedConv: conv + bias, then + Z, then the activation.
+TEST(FusedConv, BiasResidualAndEveryActivation) {
+  const ConvParams p{{2, 1}, {1, 1}, {1, 0}, {1, 2}, 2};
+  const Tensor x = random_tensor({1, 4, 7, 9}, 11), w = random_tensor({6, 2, 3, 3}, 12);
+  const Tensor b = random_tensor({6}, 13), z = random_tensor({1, 6, 4, 9}, 14);
+  const std::vector<float> conv = reference_conv(x, w, &b, p, {1, 6, 4, 9});
+  bool residual = false;  // alternates, so both paths meet several activations
+  for (const ActivationCase& a : all_activations()) {
+    residual = !residual;
+    Node node = conv_node(p, true);
+    node.op_type = "FusedConv";
+    node.domain = "com.ember";
+    set_activation(node, a);
+    std::vector<const Tensor*> in{&x, &w, &b};
+    if (residual) {
+      node.inputs.push_back("z");
+      in.push_back(&z);
+    }
+    const auto y = run_node(node, 1, in);
+    std::vector<float> want = conv;
+    for (size_t i = 0; i < want.size(); ++i)
+      want[i] = activate(a.kind, a.params, want[i] + (residual ? z.data_as<float>()[i] : 0.f));
+    SCOPED_TRACE(a.kind + (residual ? " with residual" : ""));
+    expect_close(y[0], want, kRtol, kAtol);
+  }
+}
+
+// Pointwise convs run on plain tensors (the residual is copied into Y first).
+TEST(FusedConv, PointwiseWithResidual) {
+  const ConvParams p{{1, 1}, {1, 1}, {0, 0}, {0, 0}};
+  const Tensor x = random_tensor({2, 6, 5, 3}, 15), w = random_tensor({4, 6, 1, 1}, 16);
+  const Tensor b = random_tensor({4}, 17), z = random_tensor({2, 4, 5, 3}, 18);
+  Node node = make_node("FusedConv", 4, 1, "com.ember");
+  set_activation(node, {"Relu", {}});
+  const auto y = run_node(node, 1, {&x, &w, &b, &z});
+  std::vector<float> want = reference_conv(x, w, &b, p, {2, 4, 5, 3});
+  for (size_t i = 0; i < want.size(); ++i) want[i] = std::max(0.f, want[i] + z.data_as<float>()[i]);
+  expect_close(y[0], want, kRtol, kAtol);
+}
+
+// One kernel, several threads running it at once on their own inputs and workspaces.
+TEST(Conv, ConcurrentRunsOfOneKernel) {
+  const ConvParams p{{2, 2}, {1, 1}, {1, 1}, {1, 1}};
+  const Node node = conv_node(p, true);
+  const Tensor w = random_tensor({8, 3, 3, 3}, 19), b = random_tensor({8}, 20);
+  const TensorType xt{DType::Float32, {1, 3, 9, 11}};
+  std::vector<TensorType> types{xt, {DType::Float32, {8, 3, 3, 3}}, {DType::Float32, {8}}};
+  std::vector<const Tensor*> values{nullptr, &w, &b};
+  KernelInit init{node, 22, Device{}, types, values, infer_node(node, 22, types, values)};
+  std::string why;
+  const auto kernel = find_kernels("", "Conv", 22, DeviceKind::Cpu).at(0)->factory(init, &why);
+  ASSERT_TRUE(kernel) << why;
+  std::vector<std::thread> threads;
+  std::vector<Tensor> xs, ys;
+  std::vector<std::vector<char>> workspaces(4, std::vector<char>(init.workspace_bytes + 64));
+  for (uint32_t t = 0; t < 4; ++t) {
+    xs.push_back(random_tensor(xt.shape, 100 + t));
+    ys.emplace_back(DType::Float32, init.outputs[0].shape);
+  }
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      const Tensor* in[] = {&xs[t], &w, &b};
+      Tensor* out[] = {&ys[t]};
+      void* ws = workspaces[t].data() + (64 - reinterpret_cast<uintptr_t>(workspaces[t].data()) % 64);
+      for (int rep = 0; rep < 20; ++rep) kernel->run(RunArgs{in, out, ws, 1, nullptr});
+    });
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < 4; ++t) expect_close(ys[t], reference_conv(xs[t], w, &b, p, init.outputs[0].shape), kRtol, kAtol);
+}
+
+TEST(FusedConv, UnknownActivationRaises) {
+  Node node = make_node("FusedConv", 2, 1, "com.ember");
+  node.attributes.set_string("activation", "Swish9");
+  const Tensor x = random_tensor({1, 1, 3, 3}, 1), w = random_tensor({1, 1, 1, 1}, 2);
+  EXPECT_THROW(run_node(node, 1, {&x, &w}), Error);
+}
+
+}  // namespace
+}  // namespace ember::test

@@ -1,0 +1,133 @@
+// Helpers shared by the dense-op tests (conv, pool, matmul, batch norm): random
+// tensors, node building, running one node, comparing with a tolerance, and the
+// plain-loop references of the fused activations.
+#pragma once
+
+#include "graph/graph.h"
+#include "ops/evaluate.h"
+#include "ops/registry.h"
+
+#include <ember/error.h>
+#include <ember/tensor.h>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace ember::test {
+
+// Uniform values in [lo, hi), never all zero, reproducible by seed.
+inline Tensor random_tensor(const Shape& shape, uint32_t seed, float lo = -1.f, float hi = 1.f) {
+  Tensor t(DType::Float32, shape);
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  float* p = t.data_as<float>();
+  for (int64_t i = 0; i < t.numel(); ++i) p[i] = dist(gen);
+  return t;
+}
+
+inline std::vector<float> values_of(const Tensor& t) {
+  const float* p = t.data_as<float>();
+  return {p, p + t.numel()};
+}
+
+inline Node make_node(const std::string& op, size_t num_inputs, size_t num_outputs = 1,
+                      const std::string& domain = "") {
+  Node n;
+  n.name = std::string(1, 'n');  // (assigning a literal trips GCC 12's bogus -Wrestrict)
+  n.op_type = op;
+  n.domain = domain;
+  for (size_t i = 0; i < num_inputs; ++i) n.inputs.push_back("in" + std::to_string(i));
+  for (size_t i = 0; i < num_outputs; ++i) n.outputs.push_back("out" + std::to_string(i));
+  return n;
+}
+
+// Runs a node with evaluate_node; absent optional inputs are nullptr (and the node's
+// input name is blanked so schemas see them as absent).
+inline std::vector<Tensor> run_node(Node node, int64_t opset, const std::vector<const Tensor*>& inputs,
+                                    int threads = 1) {
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (!inputs[i]) node.inputs[i] = "";
+  return evaluate_node(node, opset, inputs, threads);
+}
+
+// Like run_node, but tells the kernel no input value is known at plan time (weights
+// computed by the graph), exercising the non-constant-weights path.
+inline std::vector<Tensor> run_node_runtime_inputs(const Node& node, int64_t opset,
+                                                   const std::vector<const Tensor*>& inputs) {
+  std::vector<TensorType> types(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (inputs[i]) types[i] = {inputs[i]->dtype(), inputs[i]->shape()};
+  const std::vector<const Tensor*> unknown(inputs.size(), nullptr);
+  KernelInit init{node, opset, Device{}, types, unknown, infer_node(node, opset, types, unknown)};
+  std::string why;
+  auto entries = find_kernels(node.domain, node.op_type, opset, DeviceKind::Cpu);
+  EXPECT_FALSE(entries.empty());
+  auto kernel = entries.at(0)->factory(init, &why);
+  EXPECT_TRUE(kernel) << why;
+  std::vector<Tensor> outputs{Tensor(init.outputs[0].dtype, init.outputs[0].shape)};
+  Tensor* out = &outputs[0];
+  void* ws = init.workspace_bytes ? std::aligned_alloc(64, (init.workspace_bytes + 63) / 64 * 64) : nullptr;
+  kernel->run(RunArgs{inputs, std::span<Tensor* const>(&out, 1), ws, 1, nullptr});
+  std::free(ws);
+  return outputs;
+}
+
+// The factory's refusal reason for this node, or "" when it builds.
+inline std::string why_refused(const Node& node, int64_t opset, const std::vector<TensorType>& types) {
+  const std::vector<const Tensor*> unknown(types.size(), nullptr);
+  KernelInit init{node, opset, Device{}, types, unknown, infer_node(node, opset, types, unknown)};
+  std::string why;
+  for (const KernelEntry* e : find_kernels(node.domain, node.op_type, opset, DeviceKind::Cpu))
+    if (e->factory(init, &why)) return "";
+  return why;
+}
+
+// |got - want| <= atol + rtol * |want| elementwise.
+inline void expect_close(const Tensor& got, const std::vector<float>& want, float rtol, float atol) {
+  ASSERT_EQ(got.numel(), static_cast<int64_t>(want.size()));
+  const float* g = got.data_as<float>();
+  int bad = 0;
+  for (size_t i = 0; i < want.size() && bad < 5; ++i)
+    if (!(std::fabs(g[i] - want[i]) <= atol + rtol * std::fabs(want[i]))) {
+      ADD_FAILURE() << "element " << i << ": got " << g[i] << ", want " << want[i];
+      ++bad;
+    }
+}
+
+// Plain references of the fused activations, as the com.ember contract defines them.
+inline float activate(const std::string& kind, const std::vector<float>& p, float x) {
+  if (kind == "Relu") return x > 0 ? x : 0;
+  if (kind == "LeakyRelu") return x > 0 ? x : p[0] * x;
+  if (kind == "Clip") return std::min(std::max(x, p[0]), p[1]);
+  if (kind == "Sigmoid") return 1 / (1 + std::exp(-x));
+  if (kind == "Tanh") return std::tanh(x);
+  if (kind == "HardSigmoid") return std::max(0.f, std::min(1.f, p[0] * x + p[1]));
+  if (kind == "HardSwish") return x * std::max(0.f, std::min(1.f, x / 6 + 0.5f));
+  if (kind == "Gelu") return 0.5f * x * (1 + std::erf(x / std::sqrt(2.f)));
+  if (kind == "GeluTanh")
+    return 0.5f * x * (1 + std::tanh(std::sqrt(2 / 3.14159265358979f) * (x + 0.044715f * x * x * x)));
+  return x;
+}
+
+struct ActivationCase {
+  std::string kind;
+  std::vector<float> params;
+};
+
+inline std::vector<ActivationCase> all_activations() {
+  return {{"", {}},          {"Relu", {}},      {"LeakyRelu", {0.1f}}, {"Clip", {-0.5f, 0.7f}},
+          {"Sigmoid", {}},   {"Tanh", {}},      {"HardSigmoid", {0.3f, 0.4f}},
+          {"HardSwish", {}}, {"Gelu", {}},      {"GeluTanh", {}}};
+}
+
+inline void set_activation(Node& node, const ActivationCase& a) {
+  node.attributes.set_string("activation", a.kind);
+  if (!a.params.empty()) node.attributes.set_floats("activation_params", a.params);
+}
+
+}  // namespace ember::test

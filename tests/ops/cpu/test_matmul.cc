@@ -1,0 +1,178 @@
+// MatMul, FusedMatMul, Gemm and FusedGemm against plain triple loops.
+#include "test_conv_util.h"
+
+namespace ember::test {
+namespace {
+
+// Tolerance: float32 dot products of at most ~100 terms in another order.
+constexpr float kRtol = 1e-4f, kAtol = 1e-5f;
+
+// numpy.matmul by loops: promotes 1-D operands, broadcasts batch dims.
+std::vector<float> reference_matmul(const Tensor& ta, const Tensor& tb) {
+  Shape a = ta.shape(), b = tb.shape();
+  if (a.size() == 1) a.insert(a.begin(), 1);
+  if (b.size() == 1) b.push_back(1);
+  const size_t rank = std::max(a.size(), b.size());
+  a.insert(a.begin(), rank - a.size(), 1);
+  b.insert(b.begin(), rank - b.size(), 1);
+  const int64_t m = a[rank - 2], k = a[rank - 1], n = b[rank - 1];
+  Shape batch(rank - 2);
+  int64_t batches = 1;
+  for (size_t i = 0; i + 2 < rank; ++i) batches *= (batch[i] = std::max(a[i], b[i]));
+  std::vector<float> y;
+  for (int64_t bi = 0; bi < batches; ++bi) {
+    // Offsets of this batch in A and B (a broadcast dim contributes 0).
+    int64_t rest = bi, off_a = 0, off_b = 0, stride_a = m * k, stride_b = k * n;
+    for (size_t d = rank - 2; d-- > 0;) {
+      const int64_t idx = rest % batch[d];
+      rest /= batch[d];
+      off_a += (a[d] == 1 ? 0 : idx) * stride_a;
+      off_b += (b[d] == 1 ? 0 : idx) * stride_b;
+      stride_a *= a[d];
+      stride_b *= b[d];
+    }
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        double acc = 0;
+        for (int64_t p = 0; p < k; ++p)
+          acc += double(ta.data_as<float>()[off_a + i * k + p]) * tb.data_as<float>()[off_b + p * n + j];
+        y.push_back(static_cast<float>(acc));
+      }
+  }
+  return y;
+}
+
+void check_matmul(const Shape& a_shape, const Shape& b_shape, const Shape& y_shape) {
+  const Tensor a = random_tensor(a_shape, 21), b = random_tensor(b_shape, 22);
+  const auto y = run_node(make_node("MatMul", 2), 13, {&a, &b});
+  ASSERT_EQ(y[0].shape(), y_shape);
+  expect_close(y[0], reference_matmul(a, b), kRtol, kAtol);
+  const auto y_runtime = run_node_runtime_inputs(make_node("MatMul", 2), 13, {&a, &b});
+  expect_close(y_runtime[0], reference_matmul(a, b), kRtol, kAtol);
+}
+
+TEST(MatMul, TwoDimensionalOddSizes) { check_matmul({7, 5}, {5, 9}, {7, 9}); }
+
+TEST(MatMul, OneDimensionalOperands) {
+  check_matmul({5}, {5, 3}, {3});
+  check_matmul({4, 5}, {5}, {4});
+  check_matmul({5}, {5}, {});
+  check_matmul({2, 3, 5}, {5}, {2, 3});
+  check_matmul({5}, {2, 5, 3}, {2, 3});
+}
+
+TEST(MatMul, BatchedWithBroadcasting) {
+  check_matmul({2, 1, 3, 4}, {5, 4, 6}, {2, 5, 3, 6});
+  check_matmul({3, 7, 4}, {4, 6}, {3, 7, 6});
+  check_matmul({7, 4}, {3, 4, 6}, {3, 7, 6});
+  check_matmul({1, 3, 7, 4}, {2, 1, 4, 5}, {2, 3, 7, 5});
+}
+
+TEST(MatMul, TwoIntraOpThreads) {
+  const Tensor a = random_tensor({3, 33, 40}, 23), b = random_tensor({40, 65}, 24);
+  const auto y = run_node(make_node("MatMul", 2), 13, {&a, &b}, /*threads=*/2);
+  expect_close(y[0], reference_matmul(a, b), kRtol, kAtol);
+}
+
+TEST(MatMul, MismatchedInnerDimsRaise) {
+  const Tensor a = random_tensor({3, 4}, 1), b = random_tensor({5, 6}, 2);
+  EXPECT_THROW(run_node(make_node("MatMul", 2), 13, {&a, &b}), Error);
+}
+
+TEST(MatMul, RefusesIntegers) {
+  EXPECT_NE(why_refused(make_node("MatMul", 2), 13, {{DType::Int64, {2, 3}}, {DType::Int64, {3, 2}}}), "");
+}
+
+TEST(FusedMatMul, BiasAndEveryActivation) {
+  const Tensor a = random_tensor({2, 3, 5}, 31), b = random_tensor({5, 7}, 32), bias = random_tensor({7}, 33);
+  const std::vector<float> mm = reference_matmul(a, b);
+  for (const ActivationCase& act : all_activations())
+    for (bool with_bias : {false, true}) {
+      Node node = make_node("FusedMatMul", with_bias ? 3 : 2, 1, "com.ember");
+      set_activation(node, act);
+      std::vector<const Tensor*> in{&a, &b};
+      if (with_bias) in.push_back(&bias);
+      const auto y = run_node(node, 1, in);
+      std::vector<float> want = mm;
+      for (size_t i = 0; i < want.size(); ++i)
+        want[i] = activate(act.kind, act.params, want[i] + (with_bias ? bias.data_as<float>()[i % 7] : 0.f));
+      SCOPED_TRACE(act.kind + (with_bias ? " with bias" : ""));
+      expect_close(y[0], want, kRtol, kAtol);
+    }
+}
+
+// Gemm by loops: alpha * op(A) op(B) + beta * C (C broadcast from its shape).
+std::vector<float> reference_gemm(const Tensor& a, const Tensor& b, const Tensor* c, bool ta, bool tb,
+                                  float alpha, float beta) {
+  const int64_t m = ta ? a.shape()[1] : a.shape()[0], k = ta ? a.shape()[0] : a.shape()[1];
+  const int64_t n = tb ? b.shape()[0] : b.shape()[1];
+  std::vector<float> y;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double acc = 0;
+      for (int64_t p = 0; p < k; ++p)
+        acc += double(a.data_as<float>()[ta ? p * m + i : i * k + p]) * b.data_as<float>()[tb ? j * k + p : p * n + j];
+      double cv = 0;
+      if (c) {
+        Shape cs = c->shape();
+        cs.insert(cs.begin(), 2 - cs.size(), 1);
+        cv = c->data_as<float>()[(cs[0] == 1 ? 0 : i) * cs[1] + (cs[1] == 1 ? 0 : j)];
+      }
+      y.push_back(static_cast<float>(alpha * acc + beta * cv));
+    }
+  return y;
+}
+
+void check_gemm(bool ta, bool tb, float alpha, float beta, const Shape& c_shape, bool c_constant = true) {
+  const int64_t m = 5, k = 7, n = 6;
+  const Tensor a = random_tensor(ta ? Shape{k, m} : Shape{m, k}, 41);
+  const Tensor b = random_tensor(tb ? Shape{n, k} : Shape{k, n}, 42);
+  const Tensor c = random_tensor(c_shape, 43);
+  Node node = make_node("Gemm", 3);
+  node.attributes.set_int("transA", ta);
+  node.attributes.set_int("transB", tb);
+  node.attributes.set_float("alpha", alpha);
+  node.attributes.set_float("beta", beta);
+  const auto y = c_constant ? run_node(node, 13, {&a, &b, &c}) : run_node_runtime_inputs(node, 13, {&a, &b, &c});
+  ASSERT_EQ(y[0].shape(), (Shape{m, n}));
+  SCOPED_TRACE("C " + shape_to_string(c_shape));
+  expect_close(y[0], reference_gemm(a, b, &c, ta, tb, alpha, beta), kRtol, kAtol);
+}
+
+TEST(Gemm, TransposesAlphaBeta) {
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) check_gemm(ta, tb, 0.7f, -1.3f, {5, 6});
+}
+
+TEST(Gemm, BroadcastShapesOfC) {
+  for (const Shape& cs : {Shape{6}, Shape{1, 6}, Shape{5, 1}, Shape{}, Shape{1}, Shape{1, 1}, Shape{5, 6}})
+    for (float alpha : {1.f, 2.f})
+      for (float beta : {1.f, 0.5f})
+        for (bool constant : {true, false}) check_gemm(false, true, alpha, beta, cs, constant);
+}
+
+TEST(Gemm, WithoutC) {
+  const Tensor a = random_tensor({3, 4}, 51), b = random_tensor({4, 2}, 52);
+  const auto y = run_node(make_node("Gemm", 2), 11, {&a, &b});
+  expect_close(y[0], reference_gemm(a, b, nullptr, false, false, 1.f, 0.f), kRtol, kAtol);
+}
+
+TEST(FusedGemm, EveryActivation) {
+  const Tensor a = random_tensor({4, 3}, 61), b = random_tensor({5, 3}, 62), c = random_tensor({5}, 63);
+  const std::vector<float> base = reference_gemm(a, b, &c, false, true, 1.5f, 0.5f);
+  for (const ActivationCase& act : all_activations()) {
+    Node node = make_node("FusedGemm", 3, 1, "com.ember");
+    node.attributes.set_int("transB", 1);
+    node.attributes.set_float("alpha", 1.5f);
+    node.attributes.set_float("beta", 0.5f);
+    set_activation(node, act);
+    const auto y = run_node(node, 1, {&a, &b, &c});
+    std::vector<float> want = base;
+    for (float& v : want) v = activate(act.kind, act.params, v);
+    SCOPED_TRACE(act.kind);
+    expect_close(y[0], want, kRtol, kAtol);
+  }
+}
+
+}  // namespace
+}  // namespace ember::test
