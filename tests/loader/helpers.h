@@ -125,6 +125,10 @@ std::string error_of(F&& f) {
   return "";
 }
 
+inline bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
 inline const Node* find_node(const Graph& g, const std::string& op) {
   for (const auto& n : g.nodes)
     if (n.op_type == op) return &n;
