@@ -20,12 +20,13 @@ class GraphLoader {
 
  private:
   void add_initializers(onnx::GraphProto& proto, Graph& graph);
-  void add_node(onnx::NodeProto& proto, Graph& graph, int depth, int inline_depth);
+  void add_node(onnx::NodeProto& proto, Graph& graph, int depth, bool inside_call);
   Node convert_node(onnx::NodeProto& proto, int depth);
 
   std::string base_dir_;
   FunctionLibrary functions_;
   UniqueNames names_;
+  int64_t inlined_nodes_ = 0;
 };
 
 Attribute convert_attribute(onnx::AttributeProto& proto, GraphLoader& loader, int depth);

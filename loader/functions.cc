@@ -137,7 +137,7 @@ std::string UniqueNames::make(const std::string& base) {
 FunctionLibrary::FunctionLibrary(const onnx::ModelProto& model) {
   for (const auto& f : model.functions()) {
     const std::string overload = unknown_string_field(f.unknown_fields(), 13);
-    Entry entry{&f, {}};
+    LocalFunction entry{&f, {}};
     for (const auto& bytes : unknown_bytes_fields(f.unknown_fields(), 11)) {
       onnx::AttributeProto a;
       if (!a.ParseFromString(bytes))
@@ -147,21 +147,43 @@ FunctionLibrary::FunctionLibrary(const onnx::ModelProto& model) {
     if (!functions_.emplace(key(f.domain(), f.name(), overload), std::move(entry)).second)
       throw Error("function '" + f.name() + "' of domain '" + f.domain() + "' is defined twice");
   }
+  for (auto& [_, function] : functions_) measure(function, 0);
 }
 
-const onnx::FunctionProto* FunctionLibrary::find(const onnx::NodeProto& node) const {
+const LocalFunction* FunctionLibrary::find(const onnx::NodeProto& node) const {
+  return const_cast<FunctionLibrary*>(this)->find_mutable(node);
+}
+
+LocalFunction* FunctionLibrary::find_mutable(const onnx::NodeProto& node) {
   if (functions_.empty()) return nullptr;
   const std::string overload = unknown_string_field(node.unknown_fields(), 8);
   auto it = functions_.find(key(node.domain(), node.op_type(), overload));
-  return it == functions_.end() ? nullptr : it->second.proto;
+  return it == functions_.end() ? nullptr : &it->second;
 }
 
-std::vector<onnx::NodeProto> FunctionLibrary::inline_call(const onnx::NodeProto& call,
-                                                          const onnx::FunctionProto& f,
-                                                          UniqueNames& names) const {
-  const std::string label = call.op_type() + " '" + call.name() + "'";
+// Depth-first over the call graph. A function being measured has expanded_nodes -1
+// until it is done, so a call back into it (recursion) reads as -1 too.
+void FunctionLibrary::measure(LocalFunction& function, int depth) {
+  if (function.expanded_nodes != 0) return;
+  function.expanded_nodes = -1;
+  if (depth > kMaxCallDepth) return;
+  int64_t total = 0;
+  for (const auto& node : function.proto->node()) {
+    LocalFunction* callee = find_mutable(node);
+    if (callee) measure(*callee, depth + 1);
+    if (callee && callee->expanded_nodes < 0) return;
+    // Saturate: only "more than the cap" matters.
+    total = std::min(total + (callee ? callee->expanded_nodes : 1), kMaxInlinedNodes + 1);
+  }
+  function.expanded_nodes = total;
+}
+
+std::vector<onnx::NodeProto> inline_call(const onnx::NodeProto& call, const LocalFunction& function,
+                                         UniqueNames& names) {
+  const onnx::FunctionProto& f = *function.proto;
+  // Errors name the function; the caller prefixes the call node.
   if (call.input_size() > f.input_size() || call.output_size() > f.output_size())
-    throw Error(label + " passes " + std::to_string(call.input_size()) + " inputs and " +
+    throw Error("passes " + std::to_string(call.input_size()) + " inputs and " +
                 std::to_string(call.output_size()) + " outputs to function '" + f.name() +
                 "', which takes " + std::to_string(f.input_size()) + " and " +
                 std::to_string(f.output_size()));
@@ -177,8 +199,6 @@ std::vector<onnx::NodeProto> FunctionLibrary::inline_call(const onnx::NodeProto&
     for (const auto& o : n.output())
       if (!o.empty() && !renames.count(o)) renames[o] = names.make(prefix + o);
 
-  const auto& defaults = functions_.at(key(f.domain(), f.name(),
-                                           unknown_string_field(f.unknown_fields(), 13))).defaults;
   std::vector<onnx::NodeProto> body;
   body.reserve(f.node_size());
   for (const auto& original : f.node()) {
@@ -187,12 +207,12 @@ std::vector<onnx::NodeProto> FunctionLibrary::inline_call(const onnx::NodeProto&
     for (auto& in : *n.mutable_input()) {
       // A function has no outer scope: every value it reads must be its own.
       if (!in.empty() && !renames.count(in))
-        throw Error("function '" + f.name() + "' (called by " + label + ") reads '" + in +
+        throw Error("function '" + f.name() + "' reads '" + in +
                     "', which is neither its input nor any of its nodes' outputs");
       in = renamed(renames, in);
     }
     for (auto& out : *n.mutable_output()) out = renamed(renames, out);
-    resolve_attributes(n, call, defaults, renames);
+    resolve_attributes(n, call, function.defaults, renames);
   }
   return body;
 }

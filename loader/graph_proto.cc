@@ -9,10 +9,8 @@ namespace ember {
 
 namespace {
 
-// Hostile files could nest subgraphs or make functions call each other without end;
-// real models stay far below these.
+// Hostile files could nest subgraphs without end; real models stay far below this.
 constexpr int kMaxGraphDepth = 32;
-constexpr int kMaxInlineDepth = 32;
 
 std::string proto_label(const onnx::NodeProto& p) {
   Node n;
@@ -97,7 +95,7 @@ Graph GraphLoader::convert_graph(onnx::GraphProto& proto, int depth) {
     g.outputs.push_back(convert_value_info(v));
   }
   for (const auto& v : proto.value_info()) g.value_info[v.name()] = convert_value_info(v);
-  for (auto& n : *proto.mutable_node()) add_node(n, g, depth, 0);
+  for (auto& n : *proto.mutable_node()) add_node(n, g, depth, false);
   for (const Node& n : g.nodes)
     for (const auto& o : n.outputs)
       if (!o.empty() && defined_outside_nodes(g, o))
@@ -120,13 +118,20 @@ void GraphLoader::add_initializers(onnx::GraphProto& proto, Graph& g) {
   }
 }
 
-void GraphLoader::add_node(onnx::NodeProto& proto, Graph& g, int depth, int inline_depth) {
+void GraphLoader::add_node(onnx::NodeProto& proto, Graph& g, int depth, bool inside_call) {
   try {
     if (const auto* f = functions_.find(proto)) {
-      if (inline_depth >= kMaxInlineDepth)
-        throw Error("model-local functions call each other more than " +
-                    std::to_string(kMaxInlineDepth) + " levels deep");
-      for (auto& n : functions_.inline_call(proto, *f, names_)) add_node(n, g, depth, inline_depth + 1);
+      // The whole expansion is checked at the outermost call, before any inlining.
+      if (!inside_call) {
+        if (f->expanded_nodes < 0)
+          throw Error("function '" + f->proto->name() + "' calls itself, or nests calls more than " +
+                      std::to_string(kMaxCallDepth) + " levels deep");
+        inlined_nodes_ += f->expanded_nodes;
+        if (inlined_nodes_ > kMaxInlinedNodes)
+          throw Error("inlining model-local functions makes more than " +
+                      std::to_string(kMaxInlinedNodes) + " nodes");
+      }
+      for (auto& n : inline_call(proto, *f, names_)) add_node(n, g, depth, true);
       return;
     }
     Node node = convert_node(proto, depth);

@@ -148,7 +148,41 @@ TEST(Functions, RecursiveFunctionsAreAnError) {
   add_node(g, "Loop", {"x"}, {"y"}, "forever")->set_domain("local");
   std::string msg = error_of([&] { load(m); });
   EXPECT_TRUE(contains(msg, "test.onnx: Loop 'forever'")) << msg;
-  EXPECT_TRUE(contains(msg, "levels deep")) << msg;
+  EXPECT_TRUE(contains(msg, "function 'Loop' calls itself")) << msg;
+}
+
+TEST(Functions, ExponentialInliningIsRefusedBeforeItStarts) {
+  // F0 calls F1 twice, F1 calls F2 twice, ...: 2^24 nodes once inlined.
+  onnx::ModelProto m = new_model(10, 17);
+  auto name = [](int level) {
+    std::string n = "F";
+    return n += std::to_string(level);
+  };
+  const int levels = 24;
+  for (int level = 0; level <= levels; ++level) {
+    auto* f = m.add_functions();
+    f->set_name(name(level));
+    f->set_domain("local");
+    f->add_input("a");
+    f->add_output("b");
+    const std::string callee = level == levels ? "Relu" : name(level + 1);
+    for (auto [in, out] : {std::pair{"a", "m"}, std::pair{"m", "b"}}) {
+      auto* n = f->add_node();
+      n->set_op_type(callee);
+      n->set_domain(level == levels ? "" : "local");
+      n->add_input(in);
+      n->add_output(out);
+    }
+  }
+  auto& g = *m.mutable_graph();
+  add_input(g, "x");
+  add_output(g, "y");
+  add_node(g, "F0", {"x"}, {"y"}, "bomb")->set_domain("local");
+  std::string msg = error_of([&] { load(m); });
+  EXPECT_TRUE(contains(msg, "F0 'bomb': inlining model-local functions makes more than")) << msg;
+
+  m.mutable_graph()->mutable_node(0)->set_op_type("F16");  // 2^9 nodes: fine
+  EXPECT_EQ(load(m).nodes.size(), 512u);
 }
 
 TEST(Functions, BodiesReadingValuesTheyDoNotOwnAreAnError) {
