@@ -131,7 +131,9 @@ Graph load_model(const std::string& path) {
 
 Tensor load_tensor_proto(const std::string& path) {
   onnx::TensorProto proto;
-  if (!parse_message(read_whole_file(path, "a serialized TensorProto"), proto))
+  const std::string bytes = read_whole_file(path, "a serialized TensorProto");
+  if (bytes.empty()) throw Error(path + ": the file is empty, not a serialized ONNX TensorProto");
+  if (!parse_message(bytes, proto))
     throw Error(path + ": not a serialized ONNX TensorProto (protobuf parse failed)");
   try {
     return tensor_from_proto(proto, folder_of(path));

@@ -136,8 +136,24 @@ Field check_typed(const onnx::TensorProto& p, DType dtype, const Shape& shape) {
   return field;
 }
 
-bool is_external(const onnx::TensorProto& p) {
-  return p.has_data_location() && p.data_location() == onnx::TensorProto::EXTERNAL;
+// Sizes are checked against what the file holds before anything is allocated.
+Tensor decode_data(const onnx::TensorProto& p, DType dtype, Shape shape, const std::string& base_dir) {
+  if (p.has_data_location() && p.data_location() == onnx::TensorProto::EXTERNAL)
+    return read_external_tensor(p, base_dir, dtype, std::move(shape));
+  if (p.has_raw_data()) {
+    const size_t bytes = dtype_bytes(dtype, shape_numel(shape));
+    if (p.raw_data().size() != bytes)
+      throw Error(tensor_label(p) + " has " + std::to_string(p.raw_data().size()) +
+                  " bytes of raw_data, expected " + std::to_string(bytes) + " for " +
+                  dtype_name(dtype) + " " + shape_to_string(shape));
+    Tensor t(dtype, std::move(shape));
+    if (bytes) std::memcpy(t.data(), p.raw_data().data(), bytes);
+    return t;
+  }
+  const Field field = check_typed(p, dtype, shape);
+  Tensor t(dtype, std::move(shape));
+  copy_typed_field(p, dtype, field, t.data());
+  return t;
 }
 
 }  // namespace
@@ -160,28 +176,7 @@ Tensor tensor_from_proto(const onnx::TensorProto& p, const std::string& base_dir
   }
   if (dtype == DType::String) throw Error(what + ": string tensors are not supported");
   if (p.has_segment()) throw Error(what + ": segmented tensors are not supported");
-  Shape shape = checked_shape(p.dims(), what);
-  const size_t bytes = dtype_bytes(dtype, shape_numel(shape));
-
-  // Sizes are checked against what the file holds before anything is allocated.
-  if (is_external(p)) {
-    Tensor t = read_external_tensor(p, base_dir, dtype, std::move(shape));
-    if (dtype == DType::Bool) normalize_bools(t);
-    return t;
-  }
-  if (p.has_raw_data()) {
-    if (p.raw_data().size() != bytes)
-      throw Error(what + " has " + std::to_string(p.raw_data().size()) +
-                  " bytes of raw_data, expected " + std::to_string(bytes) + " for " +
-                  dtype_name(dtype) + " " + shape_to_string(shape));
-    Tensor t(dtype, std::move(shape));
-    if (bytes) std::memcpy(t.data(), p.raw_data().data(), bytes);
-    if (dtype == DType::Bool) normalize_bools(t);
-    return t;
-  }
-  const Field field = check_typed(p, dtype, shape);
-  Tensor t(dtype, std::move(shape));
-  copy_typed_field(p, dtype, field, t.data());
+  Tensor t = decode_data(p, dtype, checked_shape(p.dims(), what), base_dir);
   if (dtype == DType::Bool) normalize_bools(t);
   return t;
 }

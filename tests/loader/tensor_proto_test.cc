@@ -217,6 +217,8 @@ TEST(TensorProto, LoadTensorProtoFileReadsTheBackendTestFormat) {
   EXPECT_NE(msg.find("bad.pb"), std::string::npos) << msg;
   EXPECT_NE(msg.find("not a serialized ONNX TensorProto"), std::string::npos) << msg;
   EXPECT_NE(error_of([&] { load_tensor_proto(dir / "none.pb"); }).find("no such file"), std::string::npos);
+  write_file(dir / "empty.pb", "");
+  EXPECT_NE(error_of([&] { load_tensor_proto(dir / "empty.pb"); }).find("empty"), std::string::npos);
 }
 
 }  // namespace
