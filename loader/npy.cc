@@ -1,0 +1,206 @@
+// The .npy format: "\x93NUMPY", version, header length, a Python dict literal
+// {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }, then the raw elements.
+#include <ember/error.h>
+#include <ember/npy.h>
+
+#include "loader/read_file.h"
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <limits>
+
+namespace ember {
+
+namespace {
+
+constexpr char kMagic[] = "\x93NUMPY";
+constexpr size_t kMagicSize = 6;
+
+struct NpyDtype {
+  DType dtype;
+  const char* descr;  // as write_npy writes it
+};
+
+// numpy's names for the dtypes ember can exchange ('|' where byte order is moot).
+constexpr NpyDtype kDtypes[] = {
+    {DType::Float32, "<f4"},  {DType::Float64, "<f8"},  {DType::Float16, "<f2"},
+    {DType::Int8, "|i1"},     {DType::UInt8, "|u1"},    {DType::Int16, "<i2"},
+    {DType::UInt16, "<u2"},   {DType::Int32, "<i4"},    {DType::UInt32, "<u4"},
+    {DType::Int64, "<i8"},    {DType::UInt64, "<u8"},   {DType::Bool, "|b1"},
+    {DType::Complex64, "<c8"}, {DType::Complex128, "<c16"},
+};
+
+struct Header {
+  DType dtype = DType::Undefined;
+  bool big_endian = false;
+  bool fortran_order = false;
+  Shape shape;
+};
+
+// The text after `'key':` in the header dict, leading spaces skipped.
+std::string_view value_of(std::string_view dict, std::string_view key, const std::string& path) {
+  std::string quoted(1, '\'');
+  quoted.append(key).push_back('\'');
+  size_t at = dict.find(quoted);
+  if (at == std::string_view::npos) throw Error(path + ": npy header has no '" + std::string(key) + "'");
+  at = dict.find(':', at + quoted.size());
+  if (at == std::string_view::npos) throw Error(path + ": npy header is malformed near '" + std::string(key) + "'");
+  std::string_view rest = dict.substr(at + 1);
+  while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
+  return rest;
+}
+
+DType parse_descr(std::string_view v, bool& big_endian, const std::string& path) {
+  if (v.empty() || v.front() != '\'')
+    throw Error(path + ": npy dtype is not a simple type (structured arrays are not supported)");
+  const size_t end = v.find('\'', 1);
+  if (end == std::string_view::npos) throw Error(path + ": npy header has an unterminated 'descr'");
+  std::string descr(v.substr(1, end - 1));
+  if (descr.empty()) throw Error(path + ": npy header has an empty 'descr'");
+  const char order = descr[0];
+  big_endian = order == '>';
+  std::string body = (order == '<' || order == '>' || order == '|' || order == '=') ? descr.substr(1) : descr;
+  for (const auto& d : kDtypes)
+    if (body == d.descr + 1) return d.dtype;
+  if (body == "?") return DType::Bool;
+  throw Error(path + ": npy dtype '" + descr + "' is not supported (numeric and bool dtypes only)");
+}
+
+Shape parse_shape(std::string_view v, const std::string& path) {
+  if (v.empty() || v.front() != '(') throw Error(path + ": npy 'shape' is not a tuple");
+  const size_t end = v.find(')');
+  if (end == std::string_view::npos) throw Error(path + ": npy 'shape' is not closed");
+  Shape shape;
+  std::string_view items = v.substr(1, end - 1);
+  while (!items.empty()) {
+    while (!items.empty() && (items.front() == ' ' || items.front() == ',')) items.remove_prefix(1);
+    if (items.empty()) break;
+    int64_t d = 0;
+    size_t digits = 0;
+    for (; digits < items.size() && items[digits] >= '0' && items[digits] <= '9'; ++digits) {
+      if (d > (std::numeric_limits<int64_t>::max() - 9) / 10)
+        throw Error(path + ": npy 'shape' has a dimension that is too large");
+      d = d * 10 + (items[digits] - '0');
+    }
+    if (digits == 0) throw Error(path + ": npy 'shape' has a non-integer dimension");
+    items.remove_prefix(digits);
+    if (!items.empty() && items.front() == 'L') items.remove_prefix(1);  // Python 2 longs
+    shape.push_back(d);
+  }
+  return shape;
+}
+
+Header parse_header(std::string_view dict, const std::string& path) {
+  Header h;
+  h.dtype = parse_descr(value_of(dict, "descr", path), h.big_endian, path);
+  const std::string_view fortran = value_of(dict, "fortran_order", path);
+  if (fortran.starts_with("True")) h.fortran_order = true;
+  else if (!fortran.starts_with("False")) throw Error(path + ": npy 'fortran_order' is neither True nor False");
+  h.shape = parse_shape(value_of(dict, "shape", path), path);
+  return h;
+}
+
+void swap_bytes(Tensor& t) {
+  // Complex numbers are two floats, each swapped on its own.
+  const bool complex = t.dtype() == DType::Complex64 || t.dtype() == DType::Complex128;
+  const size_t width = dtype_bits(t.dtype()) / 8 / (complex ? 2 : 1);
+  if (width == 1) return;
+  auto* p = t.data_as<uint8_t>();
+  for (size_t i = 0; i < t.nbytes(); i += width) std::reverse(p + i, p + i + width);
+}
+
+// Column-major bytes to a row-major tensor of the same shape.
+void fortran_to_c(const uint8_t* src, Tensor& dst) {
+  const Shape& shape = dst.shape();
+  const size_t elem = dtype_bits(dst.dtype()) / 8;
+  const size_t rank = shape.size();
+  std::vector<int64_t> f_stride(rank, 1), index(rank, 0);
+  for (size_t d = 1; d < rank; ++d) f_stride[d] = f_stride[d - 1] * shape[d - 1];
+  auto* out = dst.data_as<uint8_t>();
+  for (int64_t i = 0, n = dst.numel(); i < n; ++i) {
+    int64_t f = 0;
+    for (size_t d = 0; d < rank; ++d) f += index[d] * f_stride[d];
+    std::memcpy(out + i * elem, src + f * elem, elem);
+    for (size_t d = rank; d-- > 0;) {  // next C-order index
+      if (++index[d] < shape[d]) break;
+      index[d] = 0;
+    }
+  }
+}
+
+int64_t checked_numel(const Shape& shape, const std::string& path) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d > 0 && n > std::numeric_limits<int64_t>::max() / 16 / d)
+      throw Error(path + ": npy shape " + shape_to_string(shape) + " holds too many elements");
+    n *= d;
+  }
+  return n;
+}
+
+}  // namespace
+
+Tensor read_npy(const std::string& path) {
+  const std::string bytes = read_whole_file(path, "a .npy file");
+  if (bytes.size() < kMagicSize + 4 || bytes.compare(0, kMagicSize, kMagic, kMagicSize) != 0)
+    throw Error(path + ": not a .npy file (no \\x93NUMPY magic)");
+  const auto* u = reinterpret_cast<const uint8_t*>(bytes.data());
+  const int major = u[6];
+  if (major < 1 || major > 3) throw Error(path + ": .npy version " + std::to_string(major) + " is not supported");
+  const size_t len_bytes = major == 1 ? 2 : 4;
+  if (bytes.size() < 8 + len_bytes) throw Error(path + ": truncated .npy header");
+  size_t header_len = 0;
+  for (size_t i = 0; i < len_bytes; ++i) header_len |= size_t{u[8 + i]} << (8 * i);
+  const size_t data_start = 8 + len_bytes + header_len;
+  if (data_start > bytes.size()) throw Error(path + ": truncated .npy header");
+  const Header h = parse_header(std::string_view(bytes).substr(8 + len_bytes, header_len), path);
+
+  const size_t need = dtype_bytes(h.dtype, checked_numel(h.shape, path));
+  if (bytes.size() - data_start < need)
+    throw Error(path + ": truncated .npy data: " + std::to_string(bytes.size() - data_start) +
+                " bytes for " + dtype_name(h.dtype) + " " + shape_to_string(h.shape) + ", expected " +
+                std::to_string(need));
+  Tensor t(h.dtype, h.shape);
+  const auto* data = u + data_start;
+  if (h.fortran_order) fortran_to_c(data, t);
+  else if (need) std::memcpy(t.data(), data, need);
+  if (h.big_endian) swap_bytes(t);
+  if (h.dtype == DType::Bool)
+    for (int64_t i = 0; i < t.numel(); ++i) t.data_as<uint8_t>()[i] = t.data_as<uint8_t>()[i] != 0;
+  return t;
+}
+
+void write_npy(const std::string& path, const Tensor& tensor) {
+  if (tensor.device().kind != DeviceKind::Cpu)
+    throw Error(path + ": write_npy needs a host tensor, this one is on " + tensor.device().to_string());
+  const char* descr = nullptr;
+  for (const auto& d : kDtypes)
+    if (d.dtype == tensor.dtype()) descr = d.descr;
+  if (!descr)
+    throw Error(path + ": " + dtype_name(tensor.dtype()) + " has no numpy dtype; convert the tensor first");
+
+  std::string shape = "(";
+  for (int64_t d : tensor.shape()) shape += std::to_string(d) + ", ";
+  if (tensor.rank() > 1) shape.resize(shape.size() - 2);
+  else if (tensor.rank() == 1) shape.pop_back();  // "(3,)" like Python
+  shape += ")";
+  std::string header = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
+  // numpy pads with spaces and a newline so the data starts on a 64-byte boundary.
+  const bool v1 = header.size() + 11 + 64 <= 0xFFFF;
+  const size_t prefix = v1 ? 10 : 12;
+  header.append(63 - (prefix + header.size()) % 64, ' ');
+  header += '\n';
+
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) throw Error(path + ": cannot open the file for writing");
+  out.write(kMagic, kMagicSize);
+  out.put(static_cast<char>(v1 ? 1 : 2));
+  out.put(0);
+  for (size_t i = 0; i < prefix - 8; ++i) out.put(static_cast<char>((header.size() >> (8 * i)) & 0xFF));
+  out << header;
+  out.write(static_cast<const char*>(tensor.data()), static_cast<std::streamsize>(tensor.nbytes()));
+  if (!out) throw Error(path + ": writing the file failed");
+}
+
+}  // namespace ember

@@ -1,0 +1,26 @@
+// Reading ONNX files into ember's Graph. Every error is an ember::Error whose message
+// starts with the file and names the node or tensor at fault.
+#pragma once
+
+#include "graph/graph.h"
+
+#include <ember/tensor.h>
+
+#include <string>
+
+namespace ember {
+
+// Parses and validates an ONNX model file into a topologically sorted Graph.
+// Constant nodes become initializers, model-local functions are inlined, and inputs
+// that have an initializer (IR < 4 lists those as inputs) are not graph inputs.
+Graph load_model(const std::string& path);
+
+// Same, from bytes already in memory; `source` names it in errors, `base_dir`
+// resolves external data ("" refuses external data).
+Graph load_model_from_bytes(const std::string& bytes, const std::string& source,
+                            const std::string& base_dir);
+
+// A serialized TensorProto file (the ONNX backend test data's input_0.pb / output_0.pb).
+Tensor load_tensor_proto(const std::string& path);
+
+}  // namespace ember

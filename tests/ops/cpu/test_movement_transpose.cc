@@ -1,0 +1,85 @@
+// Transpose against "output index i reads input index perm^-1(i)" with plain loops,
+// for random permutations, odd sizes, every dtype, empty tensors and the BERT shapes.
+#include "test_movement_util.h"
+
+#include <algorithm>
+#include <numeric>
+
+namespace ember::test {
+namespace {
+
+Tensor transpose_reference(const Tensor& x, const std::vector<int64_t>& perm) {
+  Shape out;
+  for (int64_t p : perm) out.push_back(x.shape()[p]);
+  return expected_by_index(x, out, [&](const std::vector<int64_t>& o) {
+    std::vector<int64_t> in(perm.size());
+    for (size_t d = 0; d < perm.size(); ++d) in[perm[d]] = o[d];
+    return ravel(in, x.shape());
+  });
+}
+
+Node transpose_node(const std::vector<int64_t>& perm) {
+  Node n = make_node("Transpose", 1);
+  n.attributes.set_ints("perm", perm);
+  return n;
+}
+
+TEST(MovementTranspose, EveryPermutationOfRank4ForEveryDtype) {
+  std::mt19937 rng(11);
+  for (DType dt : movement_dtypes()) {
+    const Tensor x = random_tensor(dt, {2, 3, 5, 7}, rng);
+    std::vector<int64_t> perm{0, 1, 2, 3};
+    do {
+      expect_same(run(transpose_node(perm), 13, {&x})[0], transpose_reference(x, perm));
+    } while (std::next_permutation(perm.begin(), perm.end()));
+  }
+}
+
+TEST(MovementTranspose, DefaultPermReversesDims) {
+  std::mt19937 rng(12);
+  const Tensor x = random_tensor(DType::Int64, {3, 1, 4, 2, 5}, rng);
+  expect_same(run(make_node("Transpose", 1), 1, {&x})[0], transpose_reference(x, {4, 3, 2, 1, 0}));
+}
+
+TEST(MovementTranspose, BertAttentionShapes) {
+  std::mt19937 rng(13);
+  const Tensor x = random_tensor(DType::Float32, {2, 9, 12, 16}, rng);
+  expect_same(run(transpose_node({0, 2, 1, 3}), 13, {&x})[0], transpose_reference(x, {0, 2, 1, 3}));
+  const Tensor y = random_tensor(DType::Float32, {2, 12, 9, 16}, rng);
+  expect_same(run(transpose_node({0, 1, 3, 2}), 13, {&y})[0], transpose_reference(y, {0, 1, 3, 2}));
+}
+
+TEST(MovementTranspose, RandomRanksUpTo6WithSizeOneDims) {
+  std::mt19937 rng(14);
+  for (int iter = 0; iter < 40; ++iter) {
+    const int rank = 1 + static_cast<int>(rng() % 6);
+    Shape shape;
+    for (int d = 0; d < rank; ++d) shape.push_back(1 + rng() % 4);
+    std::vector<int64_t> perm(rank);
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), rng);
+    const Tensor x = random_tensor(DType::Float16, shape, rng);
+    expect_same(run(transpose_node(perm), 21, {&x})[0], transpose_reference(x, perm));
+  }
+}
+
+TEST(MovementTranspose, LargeEnoughToRunInParallel) {
+  std::mt19937 rng(15);
+  const Tensor x = random_tensor(DType::Float32, {64, 33, 40}, rng);
+  expect_same(run(transpose_node({2, 0, 1}), 13, {&x})[0], transpose_reference(x, {2, 0, 1}));
+}
+
+TEST(MovementTranspose, EmptyAndScalarAndNegativePerm) {
+  std::mt19937 rng(16);
+  const Tensor x = random_tensor(DType::Float32, {3, 0, 2}, rng);
+  expect_same(run(transpose_node({2, 0, 1}), 13, {&x})[0], transpose_reference(x, {2, 0, 1}));
+  const Tensor s = random_tensor(DType::Bool, {}, rng);
+  expect_same(run(make_node("Transpose", 1), 13, {&s})[0], s);
+  const Tensor y = random_tensor(DType::Int64, {2, 3}, rng);
+  expect_same(run(transpose_node({-1, 0}), 13, {&y})[0], transpose_reference(y, {1, 0}));
+  const Node bad = transpose_node({0, 0});
+  expect_error(bad, "more than once", [&] { run(bad, 13, {&y}); });
+}
+
+}  // namespace
+}  // namespace ember::test
