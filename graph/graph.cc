@@ -29,10 +29,13 @@ void collect_outer_reads(const Graph& g, std::unordered_set<std::string>& reads)
   for (const Node& n : g.nodes) {
     for (const auto& i : n.inputs)
       if (!i.empty() && !local.count(i)) reads.insert(i);
+    std::unordered_set<std::string> inner;  // a nested subgraph may read g's own values
     for (const auto& [_, a] : n.attributes.all()) {
-      if (a.g) collect_outer_reads(*a.g, reads);
-      for (const auto& sub : a.graphs) collect_outer_reads(*sub, reads);
+      if (a.g) collect_outer_reads(*a.g, inner);
+      for (const auto& sub : a.graphs) collect_outer_reads(*sub, inner);
     }
+    for (const auto& r : inner)
+      if (!local.count(r)) reads.insert(r);
   }
   for (const auto& o : g.outputs)
     if (!local.count(o.name)) reads.insert(o.name);

@@ -215,10 +215,6 @@ int run(const Options& opt) {
     for (size_t i = 0; i < inputs.size(); ++i) inputs[i] = rebatch(inputs[i], opt.batch, session.inputs()[i].name);
   if (opt.explain) std::cout << session.explain(inputs);
 
-  std::vector<ember::Tensor> outputs;
-  const auto shapes = session.output_shapes(inputs);
-  for (size_t i = 0; i < shapes.size(); ++i) outputs.emplace_back(session.outputs()[i].dtype, shapes[i]);
-  // Output dtypes come from the plan when the model leaves them undeclared.
   ember::Profile profile;
   ember::RunOptions run_options;
   if (opt.profile && opt.repeat == 0) run_options.profile = &profile;

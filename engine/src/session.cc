@@ -113,12 +113,13 @@ Session& Session::operator=(Session&&) noexcept = default;
 const std::vector<ValueDesc>& Session::inputs() const { return impl_->input_descs; }
 const std::vector<ValueDesc>& Session::outputs() const { return impl_->output_descs; }
 
-std::vector<Shape> Session::output_shapes(std::span<const Tensor> inputs) {
+std::vector<Tensor> Session::make_outputs(std::span<const Tensor> inputs) {
   impl_->check_inputs(inputs);
   const Plan& plan = impl_->plan_for(inputs);
-  std::vector<Shape> shapes;
-  for (int id : plan.output_values) shapes.push_back(plan.values[id].type.shape);
-  return shapes;
+  std::vector<Tensor> outputs;
+  for (int id : plan.output_values)
+    outputs.emplace_back(plan.values[id].type.dtype, plan.values[id].type.shape);
+  return outputs;
 }
 
 std::string Session::explain(std::span<const Tensor> inputs) {
@@ -145,10 +146,7 @@ std::vector<Tensor> Session::run(const std::vector<std::pair<std::string, Tensor
   for (size_t i = 0; i < given.size(); ++i)
     if (!given[i]) throw Error("input '" + impl_->graph.inputs[i].name + "' is missing");
 
-  std::vector<Tensor> outputs;
-  const Plan& plan = (impl_->check_inputs(ordered), impl_->plan_for(ordered));
-  for (int id : plan.output_values)
-    outputs.emplace_back(plan.values[id].type.dtype, plan.values[id].type.shape);
+  std::vector<Tensor> outputs = make_outputs(ordered);
   run(ordered, outputs, run_options);
   return outputs;
 }

@@ -61,6 +61,7 @@ class Fuser {
       if (n.op_type == "Gemm") fuse(static_cast<int>(i), "FusedGemm", false);
     }
     if (fusions_.empty()) return 0;
+    graph_.opset_imports["com.ember"] = 1;
     for (Fusion& f : fusions_) {
       for (int k : f.nodes) dead_[k] = true;
       graph_.nodes.push_back(std::move(f.fused));

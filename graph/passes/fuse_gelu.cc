@@ -84,6 +84,7 @@ int fuse_gelu(Graph& graph) {
     ++fused;
   }
   if (!fused) return 0;
+  graph.opset_imports["com.ember"] = 1;
   for (auto& n : added) graph.nodes.push_back(std::move(n));
   erase_nodes(graph, dead);
   topological_sort(graph);

@@ -30,8 +30,9 @@ std::vector<TensorType> infer_conv(const InferContext& ctx) {
   const WindowGeometry g = forward_window(ctx.node, spatial_of(x), kernel, false);
   Shape y{x[0], w[0]};
   y.insert(y.end(), g.out.begin(), g.out.end());
-  if (ctx.has_input(3) && ctx.input(3).shape != y)  // FusedConv's residual Z
-    ctx.fail("Z must have the output's shape " + shape_to_string(y) + ", got " + shape_to_string(ctx.input(3).shape));
+  // FusedConv's residual Z may broadcast like Add: its kernel then declines, and the
+  // planner runs the node's decomposition instead.
+  if (ctx.has_input(3)) y = broadcast_shapes(y, ctx.input(3).shape, ctx);
   return {{ctx.input(0).dtype, y}};
 }
 

@@ -90,6 +90,7 @@ EMBER_SAME_AS_INPUT("Softsign");
 EMBER_SAME_AS_INPUT("ThresholdedRelu");
 EMBER_SAME_AS_INPUT("Mish");
 EMBER_SAME_AS_INPUT("Gelu");
+EMBER_SCHEMA("Gelu", "com.ember", infer_same_as_input0);
 #undef EMBER_SAME_AS_INPUT
 
 EMBER_SCHEMA("Add", "", infer_broadcast);

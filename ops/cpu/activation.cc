@@ -229,6 +229,8 @@ EMBER_KERNEL("Softsign", "", 1, kMaxOpset, DeviceKind::Cpu, make_softsign);
 EMBER_KERNEL("ThresholdedRelu", "", 10, kMaxOpset, DeviceKind::Cpu, make_thresholded_relu);
 EMBER_KERNEL("Mish", "", 18, kMaxOpset, DeviceKind::Cpu, make_mish);
 EMBER_KERNEL("Gelu", "", 20, kMaxOpset, DeviceKind::Cpu, make_gelu);
+// The GELU the fuse_gelu pass makes from the Erf pattern of models below opset 20.
+EMBER_KERNEL("Gelu", "com.ember", 1, kMaxOpset, DeviceKind::Cpu, make_gelu);
 // Opsets 1-10 take min/max attributes, 11+ optional inputs; the kernel reads init.opset.
 EMBER_KERNEL("Clip", "", 1, kMaxOpset, DeviceKind::Cpu, make_clip);
 // Opset 7 made the slope broadcast unidirectionally to X (older: per-channel rules).

@@ -121,6 +121,10 @@ std::unique_ptr<Kernel> make_conv(KernelInit& init, std::string* why_not) {
     *why_not = "oneDNN convolutions have at most 3 spatial dims";
     return nullptr;
   }
+  if (init.inputs.size() > 3 && init.inputs[3].present() && init.inputs[3].shape != init.outputs[0].shape) {
+    *why_not = "the residual input broadcasts; the fused sum needs the output's shape";
+    return nullptr;
+  }
   return std::make_unique<ConvKernel>(init, parse_activation(init));
 }
 

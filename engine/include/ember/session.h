@@ -47,8 +47,9 @@ class Session {
   // right shapes this path allocates nothing once the plan for these shapes exists.
   void run(std::span<const Tensor> inputs, std::span<Tensor> outputs,
            const RunOptions& run_options = {});
-  // The output shapes the graph produces for these inputs (plans them if needed).
-  std::vector<Shape> output_shapes(std::span<const Tensor> inputs);
+  // Output tensors of the dtypes and shapes the graph produces for these inputs
+  // (plans them if needed), to pass to run() again and again.
+  std::vector<Tensor> make_outputs(std::span<const Tensor> inputs);
 
   // Human-readable plan for these inputs: devices, kernels, copies, arena offsets.
   std::string explain(std::span<const Tensor> inputs);

@@ -1,0 +1,186 @@
+// Each pass alone, on a hand-built graph: it rewrites what it should, and the graph
+// computes the same outputs before and after (every node run by evaluate_node).
+#include "graph/passes/passes.h"
+#include "ops/evaluate.h"
+
+#include <ember/error.h>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <unordered_map>
+
+namespace ember {
+namespace {
+
+Tensor random_tensor(Shape shape, std::mt19937& rng, float lo = -1, float hi = 1) {
+  Tensor t(DType::Float32, std::move(shape));
+  std::uniform_real_distribution<float> d(lo, hi);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data_as<float>()[i] = d(rng);
+  return t;
+}
+
+Tensor scalar(float v) {
+  Tensor t(DType::Float32, {});
+  *t.data_as<float>() = v;
+  return t;
+}
+
+Node make_node(std::string op, std::vector<std::string> in, std::vector<std::string> out) {
+  Node n;
+  n.op_type = std::move(op);
+  n.name = out[0] + "_node";
+  n.inputs = std::move(in);
+  n.outputs = std::move(out);
+  return n;
+}
+
+// Runs the graph node by node; fused nodes run their own kernels.
+std::vector<Tensor> run_reference(const Graph& g, const std::vector<Tensor>& inputs) {
+  std::unordered_map<std::string, Tensor> env(g.initializers.begin(), g.initializers.end());
+  for (size_t i = 0; i < g.inputs.size(); ++i) env[g.inputs[i].name] = inputs[i];
+  for (const Node& n : g.nodes) {
+    std::vector<const Tensor*> in;
+    for (const auto& name : n.inputs) in.push_back(name.empty() ? nullptr : &env.at(name));
+    auto out = evaluate_node(n, g.opset(n.domain), in);
+    for (size_t k = 0; k < n.outputs.size(); ++k) env[n.outputs[k]] = out[k];
+  }
+  std::vector<Tensor> outs;
+  for (const auto& o : g.outputs) outs.push_back(env.at(o.name));
+  return outs;
+}
+
+void expect_close(const Tensor& a, const Tensor& b, float tol) {
+  ASSERT_EQ(a.shape(), b.shape());
+  for (int64_t i = 0; i < a.numel(); ++i)
+    ASSERT_NEAR(a.data_as<float>()[i], b.data_as<float>()[i],
+                tol * (1 + std::fabs(b.data_as<float>()[i])))
+        << "element " << i;
+}
+
+int count_ops(const Graph& g, const std::string& op) {
+  int n = 0;
+  for (const auto& node : g.nodes) n += node.op_type == op;
+  return n;
+}
+
+Graph base_graph(Shape input_shape) {
+  Graph g;
+  g.opset_imports[""] = 17;
+  g.inputs.push_back({"x", DType::Float32, {}, false});
+  (void)input_shape;
+  return g;
+}
+
+TEST(Passes, FoldConstantsEvaluatesInitializerOnlyNodes) {
+  std::mt19937 rng(1);
+  Graph g = base_graph({2, 3});
+  g.initializers["a"] = random_tensor({3}, rng);
+  g.initializers["b"] = random_tensor({3}, rng);
+  g.nodes = {make_node("Add", {"a", "b"}, {"ab"}), make_node("Mul", {"x", "ab"}, {"y"})};
+  g.outputs.push_back({"y", DType::Float32, {}, false});
+  const std::vector<Tensor> in = {random_tensor({2, 3}, rng)};
+  const auto before = run_reference(g, in);
+  EXPECT_EQ(fold_constants(g), 1);
+  EXPECT_EQ(g.nodes.size(), 1u);
+  ASSERT_TRUE(g.is_initializer("ab"));
+  expect_close(run_reference(g, in)[0], before[0], 0);
+}
+
+TEST(Passes, DeadCodeIsRemovedWithItsInitializers) {
+  std::mt19937 rng(2);
+  Graph g = base_graph({4});
+  g.initializers["unused_w"] = random_tensor({4}, rng);
+  g.nodes = {make_node("Relu", {"x"}, {"y"}), make_node("Mul", {"x", "unused_w"}, {"dead"})};
+  g.outputs.push_back({"y", DType::Float32, {}, false});
+  EXPECT_EQ(eliminate_dead_code(g), 1);
+  EXPECT_EQ(g.nodes.size(), 1u);
+  EXPECT_FALSE(g.is_initializer("unused_w"));
+}
+
+Graph conv_bn_graph(std::mt19937& rng) {
+  Graph g = base_graph({1, 3, 9, 7});
+  g.initializers["w"] = random_tensor({5, 3, 3, 3}, rng);
+  g.initializers["b"] = random_tensor({5}, rng);
+  g.initializers["gamma"] = random_tensor({5}, rng, 0.5f, 1.5f);
+  g.initializers["beta"] = random_tensor({5}, rng);
+  g.initializers["mean"] = random_tensor({5}, rng);
+  g.initializers["var"] = random_tensor({5}, rng, 0.2f, 2.0f);
+  Node conv = make_node("Conv", {"x", "w", "b"}, {"c"});
+  conv.attributes.set_ints("pads", {1, 1, 1, 1});
+  Node bn = make_node("BatchNormalization", {"c", "gamma", "beta", "mean", "var"}, {"y"});
+  bn.attributes.set_float("epsilon", 1e-3f);
+  g.nodes = {conv, bn};
+  g.outputs.push_back({"y", DType::Float32, {}, false});
+  return g;
+}
+
+TEST(Passes, ConvBatchNormFoldsIntoOneConvWithTheSameResult) {
+  std::mt19937 rng(3);
+  Graph g = conv_bn_graph(rng);
+  const std::vector<Tensor> in = {random_tensor({1, 3, 9, 7}, rng)};
+  const auto before = run_reference(g, in);
+  EXPECT_EQ(fold_conv_batchnorm(g), 1);
+  EXPECT_EQ(count_ops(g, "BatchNormalization"), 0);
+  EXPECT_EQ(count_ops(g, "Conv"), 1);
+  expect_close(run_reference(g, in)[0], before[0], 1e-5f);  // float32 rescaling of 27-term sums
+}
+
+TEST(Passes, ConvResidualReluFusesAndKeepsItsDecomposition) {
+  std::mt19937 rng(4);
+  Graph g = base_graph({1, 4, 6, 6});
+  g.inputs.push_back({"skip", DType::Float32, {}, false});
+  g.initializers["w"] = random_tensor({4, 4, 1, 1}, rng);
+  g.nodes = {make_node("Conv", {"x", "w"}, {"c"}), make_node("Add", {"c", "skip"}, {"s"}),
+             make_node("Relu", {"s"}, {"y"})};
+  g.outputs.push_back({"y", DType::Float32, {}, false});
+  const std::vector<Tensor> in = {random_tensor({1, 4, 6, 6}, rng), random_tensor({1, 4, 6, 6}, rng)};
+  const auto before = run_reference(g, in);
+  EXPECT_EQ(fuse_bias_activation(g), 1);
+  ASSERT_EQ(g.nodes.size(), 1u);
+  EXPECT_EQ(g.nodes[0].op_type, "FusedConv");
+  EXPECT_EQ(g.nodes[0].attributes.get_string("activation"), "Relu");
+  EXPECT_EQ(g.nodes[0].inputs[3], "skip");
+  ASSERT_NE(g.nodes[0].attributes.find(kDecompositionAttribute), nullptr);
+  EXPECT_EQ(g.nodes[0].attributes.get_graph(kDecompositionAttribute).nodes.size(), 3u);
+  expect_close(run_reference(g, in)[0], before[0], 1e-5f);
+}
+
+Graph gelu_mlp_graph(std::mt19937& rng) {
+  Graph g = base_graph({2, 5, 8});
+  g.initializers["w"] = random_tensor({8, 16}, rng);
+  g.initializers["bias"] = random_tensor({16}, rng);
+  g.initializers["sqrt2"] = scalar(std::sqrt(2.0f));
+  g.initializers["one"] = scalar(1.0f);
+  g.initializers["half"] = scalar(0.5f);
+  g.nodes = {make_node("MatMul", {"x", "w"}, {"m"}),       make_node("Add", {"m", "bias"}, {"h"}),
+             make_node("Div", {"h", "sqrt2"}, {"d"}),      make_node("Erf", {"d"}, {"e"}),
+             make_node("Add", {"e", "one"}, {"e1"}),       make_node("Mul", {"h", "e1"}, {"he"}),
+             make_node("Mul", {"he", "half"}, {"y"})};
+  g.outputs.push_back({"y", DType::Float32, {}, false});
+  return g;
+}
+
+TEST(Passes, ErfGeluPatternBecomesOneGelu) {
+  std::mt19937 rng(5);
+  Graph g = gelu_mlp_graph(rng);
+  EXPECT_EQ(fuse_gelu(g), 1);
+  EXPECT_EQ(count_ops(g, "Erf"), 0);
+  EXPECT_EQ(count_ops(g, "Gelu"), 1);
+}
+
+TEST(Passes, MatMulBiasGeluFusesWithTheSameResult) {
+  std::mt19937 rng(6);
+  Graph g = gelu_mlp_graph(rng);
+  const std::vector<Tensor> in = {random_tensor({2, 5, 8}, rng)};
+  const auto before = run_reference(g, in);
+  optimize_graph(g);
+  ASSERT_EQ(g.nodes.size(), 1u);
+  EXPECT_EQ(g.nodes[0].op_type, "FusedMatMul");
+  EXPECT_EQ(g.nodes[0].attributes.get_string("activation"), "Gelu");
+  expect_close(run_reference(g, in)[0], before[0], 1e-5f);
+}
+
+}  // namespace
+}  // namespace ember

@@ -1,0 +1,239 @@
+// The infer command line as a user meets it: bad input of every kind gets one clear
+// line on stderr and exit code 1 (usage errors 2); good input writes its outputs.
+#include <ember/ember.h>
+
+#include "onnx/onnx.pb.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sys/wait.h>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Result {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), {}};
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("ember_cli_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  Result infer(const std::string& args) {
+    const std::string cmd = std::string(EMBER_INFER) + " " + args + " >" + (dir_ / "out.txt").string() +
+                            " 2>" + (dir_ / "err.txt").string();
+    const int status = std::system(cmd.c_str());
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(dir_ / "out.txt"), slurp(dir_ / "err.txt")};
+  }
+
+  // x [n, 4] float -> Relu -> "y:out/1", plus whatever `edit` changes.
+  std::string write_model(const std::string& file, void (*edit)(onnx::ModelProto&) = nullptr) {
+    onnx::ModelProto m;
+    m.set_ir_version(8);
+    m.add_opset_import()->set_version(17);
+    auto* g = m.mutable_graph();
+    g->set_name("relu");
+    auto* in = g->add_input();
+    in->set_name("x");
+    in->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+    auto* shape = in->mutable_type()->mutable_tensor_type()->mutable_shape();
+    shape->add_dim()->set_dim_param("n");
+    shape->add_dim()->set_dim_value(4);
+    auto* out = g->add_output();
+    out->set_name("y:out/1");
+    out->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+    auto* n = g->add_node();
+    n->set_op_type("Relu");
+    n->set_name("relu1");
+    n->add_input("x");
+    n->add_output("y:out/1");
+    if (edit) edit(m);
+    const fs::path p = dir_ / file;
+    std::ofstream f(p, std::ios::binary);
+    m.SerializeToOstream(&f);
+    return p.string();
+  }
+
+  std::string write_input(const std::string& file, ember::DType dtype, ember::Shape shape) {
+    ember::Tensor t(dtype, shape);
+    std::mt19937 rng(5);
+    if (dtype == ember::DType::Float32)
+      for (int64_t i = 0; i < t.numel(); ++i) t.data_as<float>()[i] = static_cast<float>(rng() % 200) / 10 - 10;
+    const fs::path p = dir_ / file;
+    ember::write_npy(p.string(), t);
+    return p.string();
+  }
+
+  // One clear line, naming what is wrong.
+  static void expect_one_line_error(const Result& r, const std::string& words) {
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_NE(r.err.find(words), std::string::npos) << "stderr: " << r.err;
+    EXPECT_EQ(r.err.rfind("error: ", 0), 0u) << r.err;
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(Cli, RunsAModelAndWritesEscapedOutputNames) {
+  const auto model = write_model("m.onnx");
+  const auto x = write_input("x.npy", ember::DType::Float32, {3, 4});
+  const Result r = infer(model + " " + x + " -o " + (dir_ / "outs").string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("y:out/1: float32 [3, 4]"), std::string::npos) << r.out;
+  const ember::Tensor y = ember::read_npy((dir_ / "outs" / "y%3Aout%2F1.npy").string());
+  const ember::Tensor xin = ember::read_npy(x);
+  ASSERT_EQ(y.shape(), (ember::Shape{3, 4}));
+  for (int i = 0; i < 12; ++i) EXPECT_EQ(y.data_as<float>()[i], std::max(0.0f, xin.data_as<float>()[i]));
+}
+
+TEST_F(Cli, AFileThatIsNotAModelIsRefused) {
+  std::ofstream(dir_ / "junk.onnx") << "this is not a protobuf at all \x01\x02\xff";
+  expect_one_line_error(infer((dir_ / "junk.onnx").string() + " x.npy"), "junk.onnx");
+}
+
+TEST_F(Cli, ATruncatedModelIsRefused) {
+  const auto model = write_model("m.onnx");
+  const std::string bytes = slurp(model);
+  std::ofstream(dir_ / "cut.onnx", std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  expect_one_line_error(infer((dir_ / "cut.onnx").string() + " x.npy"), "cut.onnx");
+}
+
+TEST_F(Cli, AModelWithACycleIsRefused) {
+  const auto model = write_model("cycle.onnx", [](onnx::ModelProto& m) {
+    auto* g = m.mutable_graph();
+    g->mutable_node(0)->set_input(0, "z");
+    auto* n = g->add_node();
+    n->set_op_type("Relu");
+    n->set_name("relu2");
+    n->add_input("y:out/1");
+    n->add_output("z");
+  });
+  expect_one_line_error(infer(model + " x.npy"), "cycle");
+}
+
+TEST_F(Cli, AMissingInitializerIsRefused) {
+  const auto model = write_model("missing.onnx", [](onnx::ModelProto& m) {
+    m.mutable_graph()->mutable_node(0)->set_input(0, "weights_that_are_not_there");
+  });
+  expect_one_line_error(infer(model + " x.npy"), "weights_that_are_not_there");
+}
+
+TEST_F(Cli, UnsupportedOpsAreAllListedByNode) {
+  const auto model = write_model("odd.onnx", [](onnx::ModelProto& m) {
+    auto* g = m.mutable_graph();
+    for (const char* name : {"frob1", "frob2"}) {
+      auto* n = g->add_node();
+      n->set_op_type("Frobnicate");
+      n->set_name(name);
+      n->add_input("x");
+      n->add_output(std::string(name) + "_out");
+    }
+  });
+  const auto x = write_input("x.npy", ember::DType::Float32, {1, 4});
+  const Result r = infer(model + " " + x);
+  expect_one_line_error(r, "Frobnicate 'frob1'");
+  EXPECT_NE(r.err.find("Frobnicate 'frob2'"), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, AnInputOfTheWrongDtypeIsRefused) {
+  const auto model = write_model("m.onnx");
+  const auto x = write_input("x.npy", ember::DType::Int64, {2, 4});
+  expect_one_line_error(infer(model + " " + x), "input 'x' must be float32, got int64");
+}
+
+TEST_F(Cli, AnInputOfTheWrongShapeIsRefused) {
+  const auto model = write_model("m.onnx");
+  const auto x = write_input("x.npy", ember::DType::Float32, {2, 5});
+  expect_one_line_error(infer(model + " " + x), "input 'x' must have shape [n, 4], got [2, 5]");
+}
+
+TEST_F(Cli, AMissingInputIsRefused) {
+  const auto model = write_model("m.onnx");
+  expect_one_line_error(infer(model), "input 'x'");
+}
+
+TEST_F(Cli, AnUnknownInputNameIsRefused) {
+  const auto model = write_model("m.onnx");
+  const auto x = write_input("x.npy", ember::DType::Float32, {2, 4});
+  expect_one_line_error(infer(model + " nosuch=" + x), "no input named 'nosuch'");
+}
+
+TEST_F(Cli, AMalformedNpyFileIsRefused) {
+  const auto model = write_model("m.onnx");
+  std::ofstream(dir_ / "bad.npy") << "\x93NUMPY garbage";
+  expect_one_line_error(infer(model + " " + (dir_ / "bad.npy").string()), "bad.npy");
+}
+
+TEST_F(Cli, ExternalDataOutsideTheModelFolderIsRefused) {
+  const auto model = write_model("ext.onnx", [](onnx::ModelProto& m) {
+    auto* g = m.mutable_graph();
+    auto* t = g->add_initializer();
+    t->set_name("w");
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    t->add_dims(4);
+    t->set_data_location(onnx::TensorProto::EXTERNAL);
+    auto* kv = t->add_external_data();
+    kv->set_key("location");
+    kv->set_value("../../etc/passwd");
+    auto* n = g->add_node();
+    n->set_op_type("Relu");
+    n->set_name("r2");
+    n->add_input("w");
+    n->add_output("w2");
+  });
+  const Result r = infer(model + " x.npy");
+  expect_one_line_error(r, "../../etc/passwd");
+}
+
+TEST_F(Cli, CudaWithoutAGpuIsAClearError) {
+  const auto model = write_model("m.onnx");
+  const auto x = write_input("x.npy", ember::DType::Float32, {2, 4});
+  const ember::GpuReport gpus = ember::list_gpus();
+  if (gpus.problem.empty()) GTEST_SKIP() << "this machine has a GPU; the no-GPU error cannot be shown";
+  expect_one_line_error(infer("--device cuda " + model + " " + x), "device 'cuda' is not available");
+  expect_one_line_error(infer("--device cuda:3 " + model + " " + x), "device 'cuda:3'");
+  const Result listing = infer("--devices");
+  EXPECT_EQ(listing.exit_code, 0);
+  EXPECT_NE(listing.out.find("no GPU available"), std::string::npos) << listing.out;
+}
+
+TEST_F(Cli, UsageErrorsExitWithTwo) {
+  EXPECT_EQ(infer("--no-such-flag").exit_code, 2);
+  EXPECT_EQ(infer("--threads -3 m.onnx").exit_code, 2);
+  EXPECT_EQ(infer("--device tpu " + write_model("m.onnx")).exit_code, 1);
+}
+
+TEST_F(Cli, RepeatProfileAndExplainReport) {
+  const auto model = write_model("m.onnx");
+  const auto x = write_input("x.npy", ember::DType::Float32, {2, 4});
+  const auto trace = (dir_ / "trace.json").string();
+  const auto summary = (dir_ / "summary.json").string();
+  const Result r = infer(model + " " + x + " --repeat 5 --profile --explain --trace " + trace +
+                         " --summary-json " + summary);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("p50"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("relu1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("peak arena on cpu"), std::string::npos) << r.out;
+  EXPECT_NE(slurp(trace).find("\"traceEvents\""), std::string::npos);
+  EXPECT_NE(slurp(summary).find("\"p99\""), std::string::npos);
+}
+
+}  // namespace
