@@ -61,17 +61,19 @@ void Session::Impl::check_inputs(std::span<const Tensor> inputs) const {
       throw Error("input '" + want.name + "' must be " + dtype_name(want.dtype) + ", got " +
                   dtype_name(got.dtype()));
     if (!want.has_shape) continue;
+    bool fits = got.rank() == static_cast<int64_t>(want.dims.size());
+    size_t bad_dim = 0;
+    for (size_t k = 0; fits && k < want.dims.size(); ++k)
+      if (want.dims[k].known() && want.dims[k].value != got.shape()[k]) fits = false, bad_dim = k;
+    if (fits) continue;
     const ValueDesc d = describe(want);
     std::string expected = "[";
     for (size_t k = 0; k < d.dims.size(); ++k) expected += (k ? ", " : "") + d.dims[k];
     expected += "]";
-    if (got.rank() != static_cast<int64_t>(want.dims.size()))
-      throw Error("input '" + want.name + "' must have shape " + expected + ", got " +
-                  shape_to_string(got.shape()));
-    for (size_t k = 0; k < want.dims.size(); ++k)
-      if (want.dims[k].known() && want.dims[k].value != got.shape()[k])
-        throw Error("input '" + want.name + "' must have shape " + expected + ", got " +
-                    shape_to_string(got.shape()) + " (dimension " + std::to_string(k) + ")");
+    throw Error("input '" + want.name + "' must have shape " + expected + ", got " +
+                shape_to_string(got.shape()) +
+                (got.rank() == static_cast<int64_t>(want.dims.size())
+                     ? " (dimension " + std::to_string(bad_dim) + ")" : ""));
   }
 }
 

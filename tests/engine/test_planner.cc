@@ -13,19 +13,7 @@
 #include <new>
 #include <random>
 
-// Counts heap allocations made by this thread while `counting` is set.
-namespace {
-thread_local bool counting = false;
-thread_local int allocations = 0;
-}  // namespace
-
-void* operator new(size_t n) {
-  if (counting) ++allocations;
-  if (void* p = std::malloc(n ? n : 1)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, size_t) noexcept { std::free(p); }
+#include "allocation_counter.h"
 
 namespace ember {
 namespace {
@@ -179,10 +167,8 @@ TEST(Executor, SteadyStateRunAllocatesNothing) {
   RunContext ctx(f.backends);
   ctx.run(*plan, std::span<const Tensor>(&x, 1), outs, 1, nullptr);  // binds: allocates
   const int arenas_before = f.test_device.allocations;
-  counting = true;
-  allocations = 0;
-  for (int i = 0; i < 3; ++i) ctx.run(*plan, std::span<const Tensor>(&x, 1), outs, 1, nullptr);
-  counting = false;
+  const int allocations = testing::count_allocations(
+      [&] { for (int i = 0; i < 3; ++i) ctx.run(*plan, std::span<const Tensor>(&x, 1), outs, 1, nullptr); });
   EXPECT_EQ(allocations, 0);
   EXPECT_EQ(f.test_device.allocations, arenas_before);
 }
