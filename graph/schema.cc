@@ -35,9 +35,9 @@ const TensorType& InferContext::input(size_t i) const {
 const Tensor& InferContext::value(size_t i) const {
   if (!has_input(i)) fail("input " + std::to_string(i) + " is required but absent");
   if (!values[i])
-    fail("input " + std::to_string(i) + " ('" + node.inputs[i] +
-         "') must be known before the run (a constant or computed from shapes), "
-         "but it depends on input data");
+    throw DataDependentShape(node.label() + ": input " + std::to_string(i) + " ('" + node.inputs[i] +
+                             "') must be known before the run (a constant or computed from "
+                             "shapes), but it depends on input data");
   return *values[i];
 }
 

@@ -6,6 +6,7 @@
 
 #include "graph/graph.h"
 
+#include <ember/error.h>
 #include <ember/tensor.h>
 
 #include <functional>
@@ -14,6 +15,15 @@
 #include <vector>
 
 namespace ember {
+
+// Raised by shape inference when an output's shape depends on input data that is
+// not known at plan time (NonZero's count, a loop's trip count, a Reshape whose shape
+// is computed from data). The planner then runs that node, and every node after it,
+// eagerly at run time; evaluate_node, which always has the values, never sees it.
+class DataDependentShape : public Error {
+ public:
+  using Error::Error;
+};
 
 struct TensorType {
   DType dtype = DType::Undefined;  // Undefined marks an absent optional value

@@ -18,6 +18,8 @@ std::vector<TensorType> infer_node(const Node& node, int64_t opset,
   std::vector<TensorType> out;
   try {
     out = schema->infer(ctx);
+  } catch (const DataDependentShape&) {
+    throw;
   } catch (const Error& e) {
     const std::string msg = e.what();
     if (msg.rfind(node.label(), 0) == 0) throw;

@@ -63,7 +63,9 @@ void Session::Impl::check_inputs(std::span<const Tensor> inputs) const {
     if (!want.has_shape) continue;
     bool fits = got.rank() == static_cast<int64_t>(want.dims.size());
     size_t bad_dim = 0;
-    for (size_t k = 0; fits && k < want.dims.size(); ++k)
+    // The first (batch) dimension may differ from a fixed one in the file: models are
+    // often exported at batch 1, and the planner reports any node it does not fit.
+    for (size_t k = 1; fits && k < want.dims.size(); ++k)
       if (want.dims[k].known() && want.dims[k].value != got.shape()[k]) fits = false, bad_dim = k;
     if (fits) continue;
     const ValueDesc d = describe(want);

@@ -133,6 +133,21 @@ TEST(Session, ConcurrentRunsFromManyThreadsGiveTheSingleThreadedResults) {
   for (int t = 0; t < 4; ++t) EXPECT_EQ(mismatches[t], 0) << "thread " << t;
 }
 
+TEST(Session, ABatchOtherThanTheFilesFixedOneRuns) {
+  Session session(kModel);  // exported with batch 1
+  ASSERT_EQ(session.inputs()[0].dims[0], "1");
+  const Tensor one = random_images(1, 4);
+  Tensor three(DType::Float32, {3, 3, 32, 32});
+  for (int k = 0; k < 3; ++k)
+    std::copy_n(one.data_as<float>(), one.numel(), three.data_as<float>() + k * one.numel());
+  const auto single = session.run({{session.inputs()[0].name, one}});
+  const auto batched = session.run({{session.inputs()[0].name, three}});
+  ASSERT_EQ(batched[0].shape()[0], 3);
+  for (int k = 0; k < 3; ++k)
+    for (int64_t i = 0; i < single[0].numel(); ++i)
+      EXPECT_NEAR(batched[0].data_as<float>()[k * single[0].numel() + i], single[0].data_as<float>()[i], 1e-5f);
+}
+
 TEST(Session, DescribesItsInputsAndOutputs) {
   Session session(kModel);
   ASSERT_EQ(session.inputs().size(), 1u);
