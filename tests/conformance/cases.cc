@@ -1,0 +1,109 @@
+#include "conformance/cases.h"
+
+#include <ember/error.h>
+
+#include <onnx/onnx.pb.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+
+namespace fs = std::filesystem;
+
+namespace ember::conformance {
+
+namespace {
+
+struct ModelFacts {
+  std::vector<std::string> ops;  // distinct op types in graph order
+  bool has_string_tensor = false;
+};
+
+bool is_string_type(const onnx::TypeProto& type) {
+  if (type.has_tensor_type()) return type.tensor_type().elem_type() == onnx::TensorProto::STRING;
+  if (type.has_sequence_type()) return is_string_type(type.sequence_type().elem_type());
+  if (type.has_optional_type()) return is_string_type(type.optional_type().elem_type());
+  return false;
+}
+
+ModelFacts read_model_facts(const fs::path& model_path) {
+  onnx::ModelProto model;
+  std::ifstream in(model_path, std::ios::binary);
+  if (!in || !model.ParseFromIstream(&in)) return {{"?"}, false};
+  ModelFacts facts;
+  for (const auto& node : model.graph().node())
+    if (std::find(facts.ops.begin(), facts.ops.end(), node.op_type()) == facts.ops.end())
+      facts.ops.push_back(node.op_type());
+  for (const auto* list : {&model.graph().input(), &model.graph().output()})
+    for (const auto& v : *list) facts.has_string_tensor |= is_string_type(v.type());
+  return facts;
+}
+
+// The categories ember does not aim to pass, by the op under test.
+const std::map<std::string, std::string>& out_of_scope_ops() {
+  static const std::map<std::string, std::string> ops = {
+      {"StringNormalizer", "string ops"}, {"StringSplit", "string ops"},
+      {"StringConcat", "string ops"},     {"RegexFullMatch", "string ops"},
+      {"TfIdfVectorizer", "string ops"},  {"Adagrad", "training op"},
+      {"Adam", "training op"},            {"Momentum", "training op"},
+      {"Gradient", "training op"},        {"Bernoulli", "random op"},
+      {"RandomNormal", "random op"},      {"RandomNormalLike", "random op"},
+      {"RandomUniform", "random op"},     {"RandomUniformLike", "random op"},
+      {"Multinomial", "random op"},       {"ImageDecoder", "image decoding"},
+  };
+  return ops;
+}
+
+std::string scope_of(const std::string& name, const std::string& op, bool has_string_tensor) {
+  if (auto it = out_of_scope_ops().find(op); it != out_of_scope_ops().end()) return it->second;
+  if (name.find("training_mode") != std::string::npos) return "training mode";
+  if (name.starts_with("test_training_dropout")) return "training mode";
+  if (has_string_tensor) return "string tensors";
+  return "";
+}
+
+// "test_x_expanded" and "test_x_expanded_ver18" test the function body of test_x's op.
+std::string unexpanded_name(const std::string& name) {
+  const size_t at = name.rfind("_expanded");
+  return at == std::string::npos ? name : name.substr(0, at);
+}
+
+std::string join(const std::vector<std::string>& parts, const char* sep) {
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : sep) + p;
+  return out;
+}
+
+}  // namespace
+
+std::vector<Case> discover_cases(const std::string& data_dir, const std::string& set,
+                                 const std::string& name_filter) {
+  const fs::path root = fs::path(data_dir) / set;
+  if (!fs::is_directory(root)) throw Error(root.string() + ": no such test set directory");
+  std::vector<fs::path> dirs;
+  for (const auto& entry : fs::directory_iterator(root))
+    if (fs::exists(entry.path() / "model.onnx")) dirs.push_back(entry.path());
+  std::sort(dirs.begin(), dirs.end());
+
+  // Facts of every case (not only the filtered ones): an expanded case takes its op
+  // from the case it expands.
+  std::map<std::string, ModelFacts> facts;
+  for (const auto& d : dirs) facts[d.filename().string()] = read_model_facts(d / "model.onnx");
+
+  std::vector<Case> cases;
+  for (const auto& d : dirs) {
+    const std::string name = d.filename().string();
+    if (name.find(name_filter) == std::string::npos) continue;
+    const ModelFacts& own = facts[name];
+    auto base = facts.find(unexpanded_name(name));
+    const ModelFacts& tested = base != facts.end() ? base->second : own;
+    Case c{set, name, d.string(), join(tested.ops, "+"), ""};
+    c.out_of_scope = scope_of(name, c.op, own.has_string_tensor || tested.has_string_tensor);
+    cases.push_back(std::move(c));
+  }
+  return cases;
+}
+
+}  // namespace ember::conformance

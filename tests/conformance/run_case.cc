@@ -1,0 +1,197 @@
+#include "conformance/run_case.h"
+
+#include <ember/error.h>
+#include <ember/session.h>
+
+#include "loader/onnx_loader.h"
+#include "ops/cpu/float16.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <sstream>
+
+namespace fs = std::filesystem;
+
+namespace ember::conformance {
+
+const char* status_name(Status status) {
+  switch (status) {
+    case Status::Passed: return "passed";
+    case Status::Failed: return "failed";
+    case Status::Crashed: return "crashed";
+    case Status::Unsupported: return "unsupported";
+    case Status::OutOfScope: return "out of scope";
+  }
+  return "?";
+}
+
+namespace {
+
+bool is_float(DType dtype) {
+  return dtype == DType::Float32 || dtype == DType::Float64 || dtype == DType::Float16 ||
+         dtype == DType::BFloat16;
+}
+
+double float_at(const Tensor& t, int64_t i) {
+  switch (t.dtype()) {
+    case DType::Float32: return t.data_as<float>()[i];
+    case DType::Float64: return t.data_as<double>()[i];
+    case DType::Float16: return half_bits_to_float(t.data_as<uint16_t>()[i]);
+    default: return bfloat16_bits_to_float(t.data_as<uint16_t>()[i]);
+  }
+}
+
+std::string compare_floats(const Tensor& actual, const Tensor& expected, Tolerance tol) {
+  int64_t bad = 0, worst = -1;
+  double worst_excess = 0;
+  for (int64_t i = 0; i < expected.numel(); ++i) {
+    const double a = float_at(actual, i), e = float_at(expected, i);
+    if (std::isnan(a) && std::isnan(e)) continue;
+    if (a == e) continue;  // equal infinities too
+    const double excess = std::fabs(a - e) - (tol.atol + tol.rtol * std::fabs(e));
+    if (excess <= 0) continue;  // NaN against a number falls through: !(NaN <= 0)
+    ++bad;
+    if (worst < 0 || !(excess <= worst_excess)) worst = i, worst_excess = excess;
+  }
+  if (!bad) return "";
+  std::ostringstream os;
+  os.precision(7);
+  os << bad << " of " << expected.numel() << " values differ; worst at flat index " << worst
+     << ": got " << float_at(actual, worst) << ", expected " << float_at(expected, worst);
+  return os.str();
+}
+
+std::string compare_bits(const Tensor& actual, const Tensor& expected) {
+  const size_t bytes = expected.nbytes();
+  if (std::memcmp(actual.data(), expected.data(), bytes) == 0) return "";
+  const auto* a = static_cast<const unsigned char*>(actual.data());
+  const auto* e = static_cast<const unsigned char*>(expected.data());
+  size_t bad = 0, first = bytes;
+  for (size_t i = 0; i < bytes; ++i)
+    if (a[i] != e[i]) ++bad, first = std::min(first, i);
+  const size_t elem = std::max<size_t>(1, dtype_bits(expected.dtype()) / 8);
+  return std::to_string(bad) + " of " + std::to_string(bytes) + " bytes differ; first in element " +
+         std::to_string(first / elem) + " (exact match required for " +
+         dtype_name(expected.dtype()) + ")";
+}
+
+// The first line of an error, without the case's directory: errors name the model
+// or data file, and the case id already says which case it is.
+std::string first_line(const std::string& text, const std::string& case_dir) {
+  std::string line = text.substr(0, text.find('\n'));
+  for (const std::string& strip : {case_dir + "/model.onnx: ", case_dir + "/"})
+    for (size_t at; (at = line.find(strip)) != std::string::npos;) line.erase(at, strip.size());
+  return line.size() > 240 ? line.substr(0, 237) + "..." : line;
+}
+
+// check_supported() lists one "  Op 'node' ... at opset N" line per refused node.
+std::string refused_ops(const std::string& message) {
+  if (message.find("use operators ember does not support") == std::string::npos) return "";
+  std::string ops;
+  std::istringstream lines(message);
+  std::string line;
+  std::getline(lines, line);
+  while (std::getline(lines, line)) {
+    if (!line.starts_with("  ") || line == "  ...") continue;
+    std::string op = line.substr(2, line.find(' ', 2) - 2);
+    if (const size_t d = line.find("(domain "); d != std::string::npos)
+      op = line.substr(d + 8, line.find(')', d) - d - 8) + "." + op;
+    if ((", " + ops + ",").find(", " + op + ",") == std::string::npos) ops += (ops.empty() ? "" : ", ") + op;
+  }
+  return "op " + ops;
+}
+
+std::vector<fs::path> data_sets(const std::string& case_dir) {
+  std::vector<fs::path> sets;
+  for (const auto& e : fs::directory_iterator(case_dir))
+    if (e.is_directory() && e.path().filename().string().starts_with("test_data_set_"))
+      sets.push_back(e.path());
+  std::sort(sets.begin(), sets.end());
+  return sets;
+}
+
+std::vector<Tensor> load_numbered(const fs::path& dir, const std::string& prefix) {
+  std::vector<Tensor> tensors;
+  for (int k = 0; fs::exists(dir / (prefix + std::to_string(k) + ".pb")); ++k)
+    tensors.push_back(load_tensor_proto((dir / (prefix + std::to_string(k) + ".pb")).string()));
+  return tensors;
+}
+
+// The engine refusing a node it has no kernel for (an op, a dtype, an attribute value)
+// is a gap in coverage, not a wrong result.
+bool is_refusal(const std::string& message) {
+  for (const char* sign : {"no kernel can run it", "no CPU kernel", "no CUDA kernel", "not supported"})
+    if (message.find(sign) != std::string::npos) return true;
+  return false;
+}
+
+Result run_data_set(Session& session, const fs::path& dir, Tolerance tol, const std::string& case_dir) {
+  std::vector<Tensor> inputs, expected;
+  try {
+    inputs = load_numbered(dir, "input_");
+    expected = load_numbered(dir, "output_");
+  } catch (const std::exception& e) {
+    return {Status::Unsupported, "test data: " + first_line(e.what(), case_dir)};
+  }
+  std::vector<Tensor> outputs;
+  try {
+    outputs = session.make_outputs(inputs);
+  } catch (const std::exception& e) {
+    const Status s = is_refusal(e.what()) ? Status::Unsupported : Status::Failed;
+    return {s, "plan: " + first_line(e.what(), case_dir)};
+  }
+  try {
+    session.run(inputs, outputs);
+  } catch (const std::exception& e) {
+    // Nodes after a data-dependent shape are planned while running, so refusals show here too.
+    const Status s = is_refusal(e.what()) ? Status::Unsupported : Status::Failed;
+    return {s, "run: " + first_line(e.what(), case_dir)};
+  }
+  if (outputs.size() != expected.size())
+    return {Status::Failed, std::to_string(outputs.size()) + " outputs, expected " +
+                                std::to_string(expected.size())};
+  for (size_t k = 0; k < expected.size(); ++k) {
+    const std::string diff = compare_tensors(outputs[k], expected[k], tol);
+    if (!diff.empty())
+      return {Status::Failed, "output " + std::to_string(k) + " '" + session.outputs()[k].name +
+                                  "': " + diff};
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string compare_tensors(const Tensor& actual, const Tensor& expected, Tolerance tol) {
+  if (actual.dtype() != expected.dtype())
+    return std::string("dtype ") + dtype_name(actual.dtype()) + ", expected " + dtype_name(expected.dtype());
+  if (actual.shape() != expected.shape())
+    return "shape " + shape_to_string(actual.shape()) + ", expected " + shape_to_string(expected.shape());
+  return is_float(expected.dtype()) ? compare_floats(actual, expected, tol) : compare_bits(actual, expected);
+}
+
+Result run_case(const std::string& case_dir, const std::string& device, Tolerance tol) {
+  std::unique_ptr<Session> session;
+  try {
+    SessionOptions options;
+    options.device = device;
+    options.num_threads = 1;
+    session = std::make_unique<Session>(case_dir + "/model.onnx", options);
+  } catch (const std::exception& e) {
+    const std::string ops = refused_ops(e.what());
+    return {Status::Unsupported, ops.empty() ? first_line(e.what(), case_dir) : ops};
+  }
+  const auto sets = data_sets(case_dir);
+  if (sets.empty()) return {Status::Failed, "no test_data_set_* directory"};
+  for (const auto& dir : sets) {
+    Result r = run_data_set(*session, dir, tol, case_dir);
+    if (r.status == Status::Passed) continue;
+    if (sets.size() > 1) r.detail = dir.filename().string() + ": " + r.detail;
+    return r;
+  }
+  return {};
+}
+
+}  // namespace ember::conformance

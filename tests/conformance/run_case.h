@@ -1,0 +1,34 @@
+// Running one backend test case in this process and judging its outputs.
+#pragma once
+
+#include <ember/tensor.h>
+
+#include <string>
+
+namespace ember::conformance {
+
+enum class Status { Passed, Failed, Crashed, Unsupported, OutOfScope };
+const char* status_name(Status status);  // "passed", "failed", ...
+
+struct Result {
+  Status status = Status::Passed;
+  std::string detail;  // one line: the mismatch, the error, the refused op; empty on pass
+};
+
+// The ONNX backend test defaults.
+struct Tolerance {
+  double rtol = 1e-3;
+  double atol = 1e-7;
+};
+
+// "" when `actual` matches `expected`: same dtype and shape, floating values within
+// atol + rtol * |expected| (NaN matches NaN), every other dtype bit for bit.
+// Otherwise says what differs (the worst element for values).
+std::string compare_tensors(const Tensor& actual, const Tensor& expected, Tolerance tol);
+
+// Loads the case's model on `device` with one thread, runs every test_data_set_* and
+// compares the outputs. Never throws: refusals to load or plan are Unsupported,
+// anything else that goes wrong is Failed.
+Result run_case(const std::string& case_dir, const std::string& device, Tolerance tol);
+
+}  // namespace ember::conformance
