@@ -21,8 +21,9 @@ struct Tolerance {
   double atol = 1e-7;
 };
 
-// "" when `actual` matches `expected`: same dtype and shape, floating values within
-// atol + rtol * |expected| (NaN matches NaN), every other dtype bit for bit.
+// "" when `actual` matches `expected`: same dtype and shape, floating values (float8
+// and float4 included) within atol + rtol * |expected| (NaN matches NaN; bfloat16 gets
+// rtol 2^-6 at least, as in ONNX's runner), every other dtype bit for bit.
 // Otherwise says what differs (the worst element for values).
 std::string compare_tensors(const Tensor& actual, const Tensor& expected, Tolerance tol);
 
