@@ -19,6 +19,7 @@ namespace {
 struct ModelFacts {
   std::vector<std::string> ops;  // distinct op types in graph order
   bool has_string_tensor = false;
+  std::string non_tensor_io;  // "sequence", "optional" or "map" when an input or output is one
 };
 
 bool is_string_type(const onnx::TypeProto& type) {
@@ -31,13 +32,18 @@ bool is_string_type(const onnx::TypeProto& type) {
 ModelFacts read_model_facts(const fs::path& model_path) {
   onnx::ModelProto model;
   std::ifstream in(model_path, std::ios::binary);
-  if (!in || !model.ParseFromIstream(&in)) return {{"?"}, false};
+  if (!in || !model.ParseFromIstream(&in)) return {{"?"}, false, ""};
   ModelFacts facts;
   for (const auto& node : model.graph().node())
     if (std::find(facts.ops.begin(), facts.ops.end(), node.op_type()) == facts.ops.end())
       facts.ops.push_back(node.op_type());
   for (const auto* list : {&model.graph().input(), &model.graph().output()})
-    for (const auto& v : *list) facts.has_string_tensor |= is_string_type(v.type());
+    for (const auto& v : *list) {
+      facts.has_string_tensor |= is_string_type(v.type());
+      if (v.type().has_sequence_type()) facts.non_tensor_io = "sequence";
+      if (v.type().has_optional_type()) facts.non_tensor_io = "optional";
+      if (v.type().has_map_type()) facts.non_tensor_io = "map";
+    }
   return facts;
 }
 
@@ -102,7 +108,7 @@ std::vector<Case> discover_cases(const std::string& data_dir, const std::string&
     const ModelFacts& own = facts[name];
     auto base = facts.find(unexpanded_name(name));
     const ModelFacts& tested = base != facts.end() ? base->second : own;
-    Case c{set, name, d.string(), join(tested.ops, "+"), ""};
+    Case c{set, name, d.string(), join(tested.ops, "+"), "", own.non_tensor_io};
     c.out_of_scope = scope_of(name, tested.ops, own.has_string_tensor || tested.has_string_tensor);
     cases.push_back(std::move(c));
   }

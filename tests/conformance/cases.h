@@ -12,6 +12,8 @@ struct Case {
   std::string dir;           // holds model.onnx and test_data_set_*/
   std::string op;            // the op under test ("Conv"; "Conv+Relu" for multi-op models)
   std::string out_of_scope;  // why ember does not aim to pass it; empty when in scope
+  std::string non_tensor_io; // "sequence", "optional", "map": a graph input or output
+                             // the runner cannot read or compare (tensors only)
 
   std::string id() const { return set + "/" + name; }
 };

@@ -174,7 +174,8 @@ std::string compare_tensors(const Tensor& actual, const Tensor& expected, Tolera
   return is_float(expected.dtype()) ? compare_floats(actual, expected, tol) : compare_bits(actual, expected);
 }
 
-Result run_case(const std::string& case_dir, const std::string& device, Tolerance tol) {
+Result run_case(const std::string& case_dir, const std::string& non_tensor_io,
+                const std::string& device, Tolerance tol) {
   std::unique_ptr<Session> session;
   try {
     SessionOptions options;
@@ -187,6 +188,9 @@ Result run_case(const std::string& case_dir, const std::string& device, Toleranc
     const Status s = is_refusal(e.what()) ? Status::Unsupported : Status::Failed;
     return {s, "load: " + first_line(e.what(), case_dir)};
   }
+  // Read as TensorProtos, the SequenceProto/OptionalProto files would be garbage.
+  if (!non_tensor_io.empty())
+    return {Status::Unsupported, "runner: " + non_tensor_io + " graph input or output (it compares tensors only)"};
   const auto sets = data_sets(case_dir);
   if (sets.empty()) return {Status::Failed, "no test_data_set_* directory"};
   for (const auto& dir : sets) {

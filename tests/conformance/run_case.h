@@ -29,7 +29,9 @@ std::string compare_tensors(const Tensor& actual, const Tensor& expected, Tolera
 
 // Loads the case's model on `device` with one thread, runs every test_data_set_* and
 // compares the outputs. Never throws: refusals to load or plan are Unsupported,
-// anything else that goes wrong is Failed.
-Result run_case(const std::string& case_dir, const std::string& device, Tolerance tol);
+// anything else that goes wrong is Failed. A model with a `non_tensor_io` ("sequence",
+// ...) graph input or output is only loaded: its data files are not TensorProtos.
+Result run_case(const std::string& case_dir, const std::string& non_tensor_io,
+                const std::string& device, Tolerance tol);
 
 }  // namespace ember::conformance
