@@ -21,7 +21,11 @@ class CenterCropPadKernel final : public Kernel {
     const auto* in = static_cast<const char*>(args.inputs[0]->data());
     auto* out = static_cast<char*>(args.outputs[0]->data());
     const int64_t rank = static_cast<int64_t>(out_.size());
-    const int64_t cols = rank ? out_.back() : 1, rows = cols ? shape_numel(out_) / cols : 0;
+    if (rank == 0) {  // a scalar has no axes to crop or pad
+      std::memcpy(out, in, elem_);
+      return;
+    }
+    const int64_t cols = out_.back(), rows = cols ? shape_numel(out_) / cols : 0;
     parallel_for(rows, cols, [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) {
         char* dst = out + static_cast<size_t>(r * cols) * elem_;
@@ -34,10 +38,7 @@ class CenterCropPadKernel final : public Kernel {
           inside = inside && i >= 0 && i < in_[d];
           offset += i * in_strides_[d];
         }
-        if (!inside || rank == 0) {
-          if (rank == 0) std::memcpy(dst, in, elem_);
-          continue;
-        }
+        if (!inside) continue;
         // Columns [lo, hi) of the output row come from the input row.
         const int64_t s = shift_[rank - 1];
         const int64_t lo = std::max<int64_t>(0, -s), hi = std::min(cols, in_[rank - 1] - s);
