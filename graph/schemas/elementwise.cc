@@ -4,12 +4,59 @@
 
 #include <ember/error.h>
 
+#include <algorithm>
+
 namespace ember {
+
+// Opsets 1-6 of Add/Sub/Mul/Div/Pow broadcast only with broadcast=1, and then B to A
+// starting at `axis` (suffix-aligned when absent); PRelu 1-6 took a slope per channel
+// (dim 1). Returns B's shape padded with 1s to A's rank, so that numpy broadcasting
+// does the rest; B's shape itself when no legacy rule applies. Shared with the
+// kernels (binary.cc, activation.cc), which build their plan from it.
+Shape legacy_operand_shape(const Node& node, int64_t opset, const Shape& a, const Shape& b) {
+  if (opset >= 7 || b.size() >= a.size()) return b;
+  int64_t axis = static_cast<int64_t>(a.size() - b.size());
+  if (node.op_type == "PRelu") {
+    if (b.size() != 1 || a.size() < 2 || b[0] != a[1]) return b;
+    axis = 1;
+  } else {
+    if (node.attributes.get_int_or("broadcast", 0) == 0) return b;
+    axis = node.attributes.get_int_or("axis", axis);
+    if (axis < 0) axis += static_cast<int64_t>(a.size());
+    if (axis < 0 || axis + static_cast<int64_t>(b.size()) > static_cast<int64_t>(a.size())) return b;
+  }
+  Shape padded(a.size(), 1);
+  std::copy(b.begin(), b.end(), padded.begin() + axis);
+  return padded;
+}
+
 namespace {
+
+// Opsets 1-6: without broadcast=1 the shapes must be equal; with it B broadcasts to A.
+void check_legacy_broadcast(const InferContext& ctx) {
+  const Shape& a = ctx.input(0).shape;
+  const Shape b = legacy_operand_shape(ctx.node, ctx.opset, a, ctx.input(1).shape);
+  const bool broadcast = ctx.node.op_type == "PRelu" || ctx.node.attributes.get_int_or("broadcast", 0) != 0;
+  if (!broadcast && a != b)
+    ctx.fail("shapes " + shape_to_string(a) + " and " + shape_to_string(b) +
+             " differ and attribute broadcast is not 1");
+  if (broadcast_shapes(a, b, ctx) != a)
+    ctx.fail("B " + shape_to_string(ctx.input(1).shape) + " does not broadcast to A " + shape_to_string(a));
+}
+
+bool is_legacy_arithmetic(const std::string& op) {
+  return op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Pow";
+}
 
 // All present inputs have input 0's dtype; the output is their broadcast shape.
 std::vector<TensorType> infer_broadcast(const InferContext& ctx) {
   if (ctx.num_inputs() == 0) ctx.fail("needs at least one input");
+  if (ctx.opset < 7 && is_legacy_arithmetic(ctx.node.op_type)) {
+    if (ctx.num_inputs() != 2 || ctx.input(1).dtype != ctx.input(0).dtype)
+      ctx.fail("needs two inputs of one dtype");
+    check_legacy_broadcast(ctx);
+    return {ctx.input(0)};
+  }
   TensorType out = ctx.input(0);
   for (size_t i = 1; i < ctx.num_inputs(); ++i) {
     const TensorType& in = ctx.input(i);
@@ -23,6 +70,7 @@ std::vector<TensorType> infer_broadcast(const InferContext& ctx) {
 
 // Pow's exponent may have another dtype than its base.
 std::vector<TensorType> infer_pow(const InferContext& ctx) {
+  if (ctx.opset < 7) return infer_broadcast(ctx);
   return {{ctx.input(0).dtype, broadcast_shapes(ctx.input(0).shape, ctx.input(1).shape, ctx)}};
 }
 
@@ -31,6 +79,10 @@ std::vector<TensorType> infer_prelu(const InferContext& ctx) {
   const TensorType& x = ctx.input(0);
   const TensorType& slope = ctx.input(1);
   if (slope.dtype != x.dtype) ctx.fail("slope must have the dtype of X");
+  if (ctx.opset < 7) {
+    check_legacy_broadcast(ctx);
+    return {x};
+  }
   if (broadcast_shapes(x.shape, slope.shape, ctx) != x.shape)
     ctx.fail("slope " + shape_to_string(slope.shape) + " does not broadcast to X " +
              shape_to_string(x.shape));

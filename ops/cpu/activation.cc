@@ -7,7 +7,17 @@
 #include <limits>
 
 namespace ember {
+
+// graph/schemas/elementwise.cc: B's shape under the broadcast rules of opsets 1-6.
+Shape legacy_operand_shape(const Node& node, int64_t opset, const Shape& a, const Shape& b);
+
 namespace {
+
+// Opsets 1-6 align B to A by the legacy rules; the plan built from it is then numpy's.
+void apply_legacy_broadcast(KernelInit& init) {
+  init.inputs[1].shape =
+      legacy_operand_shape(init.node, init.opset, init.inputs[0].shape, init.inputs[1].shape);
+}
 
 constexpr int64_t kMathCost = 20;
 
@@ -137,6 +147,7 @@ std::unique_ptr<Kernel> make_clip(KernelInit& init, std::string* why_not) {
 }
 
 std::unique_ptr<Kernel> make_prelu(KernelInit& init, std::string* why_not) {
+  apply_legacy_broadcast(init);
   using Types = TypeList<float, double, Float16, BFloat16, int32_t, int64_t, uint32_t, uint64_t>;
   return make_binary(init, why_not, Types{}, PReluOp{});
 }
@@ -233,7 +244,8 @@ EMBER_KERNEL("Gelu", "", 20, kMaxOpset, DeviceKind::Cpu, make_gelu);
 EMBER_KERNEL("Gelu", "com.ember", 1, kMaxOpset, DeviceKind::Cpu, make_gelu);
 // Opsets 1-10 take min/max attributes, 11+ optional inputs; the kernel reads init.opset.
 EMBER_KERNEL("Clip", "", 1, kMaxOpset, DeviceKind::Cpu, make_clip);
-// Opset 7 made the slope broadcast unidirectionally to X (older: per-channel rules).
-EMBER_KERNEL("PRelu", "", 7, kMaxOpset, DeviceKind::Cpu, make_prelu);
+// Opset 7 made the slope broadcast unidirectionally to X; 1-6 also took a per-channel
+// slope (apply_legacy_broadcast).
+EMBER_KERNEL("PRelu", "", 1, kMaxOpset, DeviceKind::Cpu, make_prelu);
 
 }  // namespace ember

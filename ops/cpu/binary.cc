@@ -8,7 +8,17 @@
 #include <vector>
 
 namespace ember {
+
+// graph/schemas/elementwise.cc: B's shape under the broadcast rules of opsets 1-6.
+Shape legacy_operand_shape(const Node& node, int64_t opset, const Shape& a, const Shape& b);
+
 namespace {
+
+// Opsets 1-6 align B to A by the legacy rules; the plan built from it is then numpy's.
+void apply_legacy_broadcast(KernelInit& init) {
+  init.inputs[1].shape =
+      legacy_operand_shape(init.node, init.opset, init.inputs[0].shape, init.inputs[1].shape);
+}
 
 struct AddOp {
   template <class T> T operator()(T a, T b) const {
@@ -95,15 +105,19 @@ struct BitXorOp {
 };
 
 std::unique_ptr<Kernel> make_add(KernelInit& init, std::string* why_not) {
+  apply_legacy_broadcast(init);
   return make_binary(init, why_not, NumericTypes{}, AddOp{});
 }
 std::unique_ptr<Kernel> make_sub(KernelInit& init, std::string* why_not) {
+  apply_legacy_broadcast(init);
   return make_binary(init, why_not, NumericTypes{}, SubOp{});
 }
 std::unique_ptr<Kernel> make_mul(KernelInit& init, std::string* why_not) {
+  apply_legacy_broadcast(init);
   return make_binary(init, why_not, NumericTypes{}, MulOp{});
 }
 std::unique_ptr<Kernel> make_div(KernelInit& init, std::string* why_not) {
+  apply_legacy_broadcast(init);
   return make_binary(init, why_not, NumericTypes{}, DivOp{}, 4);
 }
 std::unique_ptr<Kernel> make_mod(KernelInit& init, std::string* why_not) {
@@ -163,6 +177,7 @@ bool constant_exponent(const KernelInit& init, double* value) {
 }
 
 std::unique_ptr<Kernel> make_pow(KernelInit& init, std::string* why_not) {
+  apply_legacy_broadcast(init);
   using BaseTypes = TypeList<float, double, Float16, BFloat16, int32_t, int64_t>;
   double exponent = 0;
   if (is_float_dtype(init.inputs[0].dtype) && constant_exponent(init, &exponent) && exponent == 2)
@@ -265,11 +280,12 @@ std::unique_ptr<Kernel> make_mean(KernelInit& init, std::string* why_not) {
 
 }  // namespace
 
-// Opsets 1-6 broadcast only with the legacy `broadcast`/`axis` attributes; not supported.
-EMBER_KERNEL("Add", "", 7, kMaxOpset, DeviceKind::Cpu, make_add);
-EMBER_KERNEL("Sub", "", 7, kMaxOpset, DeviceKind::Cpu, make_sub);
-EMBER_KERNEL("Mul", "", 7, kMaxOpset, DeviceKind::Cpu, make_mul);
-EMBER_KERNEL("Div", "", 7, kMaxOpset, DeviceKind::Cpu, make_div);
+// Opsets 1-6 broadcast only with the legacy `broadcast`/`axis` attributes (see
+// apply_legacy_broadcast); their `consumed_inputs` is an optimization hint, ignored.
+EMBER_KERNEL("Add", "", 1, kMaxOpset, DeviceKind::Cpu, make_add);
+EMBER_KERNEL("Sub", "", 1, kMaxOpset, DeviceKind::Cpu, make_sub);
+EMBER_KERNEL("Mul", "", 1, kMaxOpset, DeviceKind::Cpu, make_mul);
+EMBER_KERNEL("Div", "", 1, kMaxOpset, DeviceKind::Cpu, make_div);
 // fmod=0 on floats is floor-mod as opset 28 defines it; earlier opsets forbade it.
 EMBER_KERNEL("Mod", "", 10, kMaxOpset, DeviceKind::Cpu, make_mod);
 // Signed types arrive in opset 28; accepting them earlier changes no valid model.
@@ -278,7 +294,7 @@ EMBER_KERNEL("BitwiseAnd", "", 18, kMaxOpset, DeviceKind::Cpu, make_bitwise_and)
 EMBER_KERNEL("BitwiseOr", "", 18, kMaxOpset, DeviceKind::Cpu, make_bitwise_or);
 EMBER_KERNEL("BitwiseXor", "", 18, kMaxOpset, DeviceKind::Cpu, make_bitwise_xor);
 // Pow 7-11 required equal dtypes; 12 widened the exponent types: one kernel serves both.
-EMBER_KERNEL("Pow", "", 7, kMaxOpset, DeviceKind::Cpu, make_pow);
+EMBER_KERNEL("Pow", "", 1, kMaxOpset, DeviceKind::Cpu, make_pow);
 // Before opset 8 the inputs had to have equal shapes; broadcasting accepts those too.
 EMBER_KERNEL("Max", "", 1, kMaxOpset, DeviceKind::Cpu, make_max);
 EMBER_KERNEL("Min", "", 1, kMaxOpset, DeviceKind::Cpu, make_min);
