@@ -117,8 +117,37 @@ std::vector<TensorType> infer_grid_sample(const InferContext& ctx) {
   return {{x.dtype, out}};
 }
 
+// theta [N, 2, 3] or [N, 3, 4], size = [N, C, (D,) H, W] -> [N, (D,) H, W, 2 or 3].
+std::vector<TensorType> infer_affine_grid(const InferContext& ctx) {
+  const TensorType& theta = ctx.input(0);
+  const std::vector<int64_t> size = read_ints(ctx.value(1), ctx, "size");
+  const int64_t k = static_cast<int64_t>(size.size()) - 2;
+  if ((k != 2 && k != 3) || theta.shape != Shape{size[0], k, k + 1})
+    ctx.fail("theta " + dims(theta.shape) + " does not fit size of " + std::to_string(size.size()) +
+             " elements");
+  Shape out = {size[0]};
+  out.insert(out.end(), size.begin() + 2, size.end());
+  out.push_back(k);
+  return {{theta.dtype, out}};
+}
+
+// X [N, C, H, W], rois [R, 4], batch_indices [R] -> [R, C, output_height, output_width].
+std::vector<TensorType> infer_roi_align(const InferContext& ctx) {
+  require_rank(ctx, 0, 4, "X");
+  const Shape& rois = ctx.input(1).shape;
+  if (rois.size() != 2 || rois[1] != 4 || ctx.input(2).shape != Shape{rois[0]})
+    ctx.fail("rois must be [R, 4] and batch_indices [R], got " + dims(rois) + " and " +
+             dims(ctx.input(2).shape));
+  const auto& a = ctx.node.attributes;
+  return {{ctx.input(0).dtype,
+           {rois[0], ctx.input(0).shape[1], a.get_int_or("output_height", 1), a.get_int_or("output_width", 1)}}};
+}
+
 }  // namespace
 
+EMBER_SCHEMA("RoiAlign", "", infer_roi_align);
+EMBER_SCHEMA("AffineGrid", "", infer_affine_grid);
+EMBER_SCHEMA("LRN", "", infer_same_as_input0);
 EMBER_SCHEMA("GridSample", "", infer_grid_sample);
 EMBER_SCHEMA("NegativeLogLikelihoodLoss", "", infer_nll_loss);
 EMBER_SCHEMA("SoftmaxCrossEntropyLoss", "", infer_softmax_cross_entropy);
