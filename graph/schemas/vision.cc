@@ -143,8 +143,49 @@ std::vector<TensorType> infer_roi_align(const InferContext& ctx) {
            {rois[0], ctx.input(0).shape[1], a.get_int_or("output_height", 1), a.get_int_or("output_width", 1)}}};
 }
 
+// [N, C, D1..Dk] -> [N, C, 1..1].
+std::vector<TensorType> infer_global_lp_pool(const InferContext& ctx) {
+  const TensorType& x = ctx.input(0);
+  if (x.shape.size() < 3) ctx.fail("X must be [N, C, D1, ...], got " + dims(x.shape));
+  Shape out = x.shape;
+  std::fill(out.begin() + 2, out.end(), 1);
+  return {{x.dtype, out}};
+}
+
+// MaxUnpool: output_shape when given, else each spatial dim grows back as
+// (in - 1) * stride - pads + kernel.
+std::vector<TensorType> infer_max_unpool(const InferContext& ctx) {
+  const TensorType& x = ctx.input(0);
+  if (ctx.input(1).shape != x.shape) ctx.fail("I must have the shape of X " + dims(x.shape));
+  if (ctx.has_input(2)) return {{x.dtype, read_ints(ctx.value(2), ctx, "output_shape")}};
+  const size_t k = x.shape.size() - 2;
+  const auto& a = ctx.node.attributes;
+  const std::vector<int64_t> kernel = a.get_ints("kernel_shape");
+  const std::vector<int64_t> strides = a.get_ints_or("strides", std::vector<int64_t>(k, 1));
+  const std::vector<int64_t> pads = a.get_ints_or("pads", std::vector<int64_t>(2 * k, 0));
+  if (kernel.size() != k || strides.size() != k || pads.size() != 2 * k)
+    ctx.fail("kernel_shape, strides and pads must match the " + std::to_string(k) + " spatial dims");
+  Shape out = x.shape;
+  for (size_t d = 0; d < k; ++d)
+    out[d + 2] = (x.shape[d + 2] - 1) * strides[d] - pads[d] - pads[d + k] + kernel[d];
+  return {{x.dtype, out}};
+}
+
+// MaxRoiPool: X [N, C, H, W], rois [R, 5] -> [R, C, pooled_shape].
+std::vector<TensorType> infer_max_roi_pool(const InferContext& ctx) {
+  require_rank(ctx, 0, 4, "X");
+  const Shape& rois = ctx.input(1).shape;
+  if (rois.size() != 2 || rois[1] != 5) ctx.fail("rois must be [R, 5], got " + dims(rois));
+  const std::vector<int64_t> pooled = ctx.node.attributes.get_ints("pooled_shape");
+  if (pooled.size() != 2) ctx.fail("pooled_shape must have 2 values");
+  return {{ctx.input(0).dtype, {rois[0], ctx.input(0).shape[1], pooled[0], pooled[1]}}};
+}
+
 }  // namespace
 
+EMBER_SCHEMA("MaxUnpool", "", infer_max_unpool);
+EMBER_SCHEMA("MaxRoiPool", "", infer_max_roi_pool);
+EMBER_SCHEMA("GlobalLpPool", "", infer_global_lp_pool);
 EMBER_SCHEMA("RoiAlign", "", infer_roi_align);
 EMBER_SCHEMA("AffineGrid", "", infer_affine_grid);
 EMBER_SCHEMA("LRN", "", infer_same_as_input0);
