@@ -8,31 +8,74 @@
 
 #include <cmath>
 #include <limits>
+#include <vector>
 
 namespace ember {
 
 namespace {
 
+// The indices count positions of the unpooled shape implied by the attributes; an
+// explicit output_shape (larger, for padding lost to rounding) keeps each element at
+// the same coordinates.
+struct UnpoolParams {
+  Shape implied, out;
+};
+
 template <class T>
-void max_unpool(const RunArgs& args) {
-  const T* x = args.inputs[0]->data_as<T>();
-  const int64_t* indices = args.inputs[1]->data_as<int64_t>();
-  T* y = args.outputs[0]->data_as<T>();
-  const int64_t size = args.outputs[0]->numel();
-  std::fill(y, y + size, convert<T>(0.0));
-  for (int64_t i = 0; i < args.inputs[0]->numel(); ++i)
-    if (indices[i] >= 0 && indices[i] < size) y[indices[i]] = x[i];
-}
+class MaxUnpoolKernel final : public Kernel {
+ public:
+  explicit MaxUnpoolKernel(UnpoolParams p) : p_(std::move(p)) {}
+
+  void run(const RunArgs& args) const override {
+    const T* x = args.inputs[0]->data_as<T>();
+    const int64_t* indices = args.inputs[1]->data_as<int64_t>();
+    T* y = args.outputs[0]->data_as<T>();
+    const int64_t size = shape_numel(p_.out), implied = shape_numel(p_.implied);
+    std::fill(y, y + size, convert<T>(0.0));
+    for (int64_t i = 0; i < args.inputs[0]->numel(); ++i) {
+      if (indices[i] < 0 || indices[i] >= implied) continue;
+      const int64_t at = remap(indices[i]);
+      if (at >= 0) y[at] = x[i];
+    }
+  }
+
+ private:
+  // Flat index in the implied shape -> flat index in the output shape, or -1.
+  int64_t remap(int64_t flat) const {
+    int64_t out = 0, scale = 1;
+    for (size_t d = p_.implied.size(); d-- > 0;) {
+      const int64_t c = flat % p_.implied[d];
+      flat /= p_.implied[d];
+      if (c >= p_.out[d]) return -1;
+      out += c * scale;
+      scale *= p_.out[d];
+    }
+    return out;
+  }
+
+  UnpoolParams p_;
+};
 
 std::unique_ptr<Kernel> make_max_unpool(KernelInit& init, std::string* why_not) {
   if (init.inputs[1].dtype != DType::Int64) init.fail("I must be int64");
-  FunctionKernel::Fn fn = nullptr;
-  dispatch(NumericTypes{}, init.inputs[0].dtype, [&](auto tag) { fn = max_unpool<typename decltype(tag)::type>; });
-  if (!fn) {
-    *why_not = std::string(dtype_name(init.inputs[0].dtype)) + " is not supported";
-    return nullptr;
-  }
-  return std::make_unique<FunctionKernel>(fn);
+  const Shape& x = init.inputs[0].shape;
+  const size_t k = x.size() - 2;
+  const auto& a = init.node.attributes;
+  const std::vector<int64_t> kernel = a.get_ints("kernel_shape");
+  const std::vector<int64_t> strides = a.get_ints_or("strides", std::vector<int64_t>(k, 1));
+  const std::vector<int64_t> pads = a.get_ints_or("pads", std::vector<int64_t>(2 * k, 0));
+  if (kernel.size() != k || strides.size() != k || pads.size() != 2 * k)
+    init.fail("kernel_shape, strides and pads must match the spatial dims");
+  UnpoolParams p{x, init.outputs[0].shape};
+  for (size_t d = 0; d < k; ++d)
+    p.implied[d + 2] = (x[d + 2] - 1) * strides[d] - pads[d] - pads[d + k] + kernel[d];
+  if (p.out.size() != x.size()) init.fail("output_shape must have the rank of X");
+  std::unique_ptr<Kernel> result;
+  dispatch(NumericTypes{}, init.inputs[0].dtype, [&](auto tag) {
+    result = std::make_unique<MaxUnpoolKernel<typename decltype(tag)::type>>(p);
+  });
+  if (!result) *why_not = std::string(dtype_name(init.inputs[0].dtype)) + " is not supported";
+  return result;
 }
 
 struct RoiPoolParams {
