@@ -30,7 +30,8 @@ std::vector<TensorType> infer_node(const Node& node, int64_t opset,
 }
 
 std::vector<Tensor> evaluate_node(const Node& node, int64_t opset,
-                                  const std::vector<const Tensor*>& inputs, int num_threads) {
+                                  const std::vector<const Tensor*>& inputs, int num_threads,
+                                  const std::unordered_map<std::string, Tensor>* scope) {
   std::vector<TensorType> types(node.inputs.size());
   std::vector<const Tensor*> values(node.inputs.size(), nullptr);
   for (size_t i = 0; i < node.inputs.size() && i < inputs.size(); ++i)
@@ -68,7 +69,7 @@ std::vector<Tensor> evaluate_node(const Node& node, int64_t opset,
   std::unique_ptr<void, decltype(&std::free)> workspace(
       init.workspace_bytes ? std::aligned_alloc(64, (init.workspace_bytes + 63) / 64 * 64) : nullptr,
       std::free);
-  RunArgs args{inputs, out_ptrs, workspace.get(), num_threads, nullptr};
+  RunArgs args{inputs, out_ptrs, workspace.get(), num_threads, nullptr, scope};
   kernel->run(args);
   return outputs;
 }

@@ -7,6 +7,8 @@
 
 #include <ember/tensor.h>
 
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace ember {
@@ -14,8 +16,10 @@ namespace ember {
 // Infers the output types with the op's schema, builds its CPU kernel, allocates the
 // outputs and runs it. `inputs` holds nullptr for absent optional inputs. Raises
 // ember::Error naming the node when the op is unknown or the inputs do not fit.
+// `scope` holds the values of the enclosing graphs, for nodes with subgraphs.
 std::vector<Tensor> evaluate_node(const Node& node, int64_t opset,
-                                  const std::vector<const Tensor*>& inputs, int num_threads = 1);
+                                  const std::vector<const Tensor*>& inputs, int num_threads = 1,
+                                  const std::unordered_map<std::string, Tensor>* scope = nullptr);
 
 // Output types of a node for these input types/values, by the op's schema.
 std::vector<TensorType> infer_node(const Node& node, int64_t opset,

@@ -10,6 +10,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace ember {
@@ -36,6 +37,9 @@ struct RunArgs {
   void* workspace = nullptr;              // workspace_bytes, 64-byte aligned
   int num_threads = 1;
   void* stream = nullptr;                 // the device stream (cudaStream_t) on CUDA
+  // Values by name visible to subgraphs (If/Loop/Scan bodies read the enclosing
+  // scope); set when the node runs eagerly, else nullptr.
+  const std::unordered_map<std::string, Tensor>* scope = nullptr;
 };
 
 class Kernel {

@@ -2,7 +2,10 @@
 
 #include <ember/error.h>
 
+#include "ops/evaluate.h"
+
 #include <chrono>
+#include <unordered_map>
 
 namespace ember {
 
@@ -98,11 +101,31 @@ void RunContext::run(const Plan& plan, std::span<const Tensor> inputs, std::span
     profile->timings.push_back(std::move(t));
   }
   for (Arena& a : arenas_) a.backend->synchronize();
+  if (!plan.eager.empty()) run_eager(plan, b, outputs, num_threads);
   if (profile) {
     profile->runs += 1;
     profile->total_ns +=
         std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - run_start).count();
   }
+}
+
+// The nodes after a data-dependent shape, one by one; graph outputs they produce
+// replace the caller's output tensors.
+void RunContext::run_eager(const Plan& plan, Binding& b, std::span<Tensor> outputs, int num_threads) {
+  std::unordered_map<std::string, Tensor> env;
+  for (const auto& [name, id] : plan.eager_reads) env[name] = b.tensors[id];
+  for (const auto& [node, opset] : plan.eager) {
+    std::vector<const Tensor*> inputs;
+    for (const auto& name : node->inputs) {
+      auto it = name.empty() ? env.end() : env.find(name);
+      inputs.push_back(it == env.end() ? nullptr : &it->second);
+    }
+    std::vector<Tensor> results = evaluate_node(*node, opset, inputs, num_threads, &env);
+    for (size_t k = 0; k < node->outputs.size(); ++k)
+      if (!node->outputs[k].empty()) env[node->outputs[k]] = std::move(results[k]);
+  }
+  for (size_t i = 0; i < outputs.size(); ++i)
+    if (plan.output_is_eager[i]) outputs[i] = env.at(plan.output_names[i]);
 }
 
 }  // namespace ember

@@ -42,6 +42,7 @@ class RunContext {
   };
 
   Binding& bind(const Plan& plan);
+  void run_eager(const Plan& plan, Binding& b, std::span<Tensor> outputs, int num_threads);
   void* arena_base(Device device, size_t needed);
 
   std::vector<Arena> arenas_;

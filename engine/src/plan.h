@@ -54,6 +54,18 @@ struct Plan {
   std::vector<int> output_values;   // value id per graph output
   std::vector<std::pair<Device, size_t>> arena_bytes;  // per device
   std::vector<std::unique_ptr<Tensor>> folded;  // values computed at plan time
+
+  // Nodes from the first one whose output shape depends on input data (NonZero, Loop,
+  // a Reshape of a computed shape) onwards: the executor runs them one by one on the
+  // host after the steps, allocating as it goes.
+  struct EagerNode {
+    const Node* node;
+    int64_t opset;
+  };
+  std::vector<EagerNode> eager;
+  std::vector<std::pair<std::string, int>> eager_reads;  // planned values they read
+  std::vector<bool> output_is_eager;  // per graph output: produced by an eager node
+  std::vector<std::string> output_names;
   std::vector<std::string> notes;  // placement fallbacks, for --explain
 
   size_t arena_size(Device device) const;

@@ -100,6 +100,7 @@ class PlanBuilder {
 
   void add_node(const Node& node) {
     const int64_t opset = graph_.opset(node.domain);
+    if (!plan_->eager.empty()) return add_eager(node, opset);
     std::vector<int> in_ids;
     std::vector<TensorType> types;
     std::vector<const Tensor*> values;
@@ -117,7 +118,13 @@ class PlanBuilder {
       values.push_back(known_value(id));
       all_known = all_known && values.back();
     }
-    std::vector<TensorType> out_types = infer_node(node, opset, types, values);
+    std::vector<TensorType> out_types;
+    try {
+      out_types = infer_node(node, opset, types, values);
+    } catch (const DataDependentShape& e) {
+      plan_->notes.push_back(node.label() + " and the nodes after it run eagerly: " + e.what());
+      return add_eager(node, opset);
+    }
 
     if (fold(node, opset, in_ids, types, values, all_known)) return;
     Choice choice = choose_kernel(node, opset, types, values, out_types);
@@ -130,6 +137,38 @@ class PlanBuilder {
       return;
     }
     place(node, std::move(choice), in_ids, out_types);
+  }
+
+  // From here on nodes run eagerly on the host; the planned values they read stay
+  // alive to the end of the steps.
+  void add_eager(const Node& node, int64_t opset) {
+    plan_->eager.push_back({&node, opset});
+    for (const auto& name : node.inputs) read_eagerly(name);
+    for (const auto& [_, a] : node.attributes.all()) {
+      if (a.g) read_subgraph_eagerly(*a.g);
+      for (const auto& sub : a.graphs) read_subgraph_eagerly(*sub);
+    }
+    for (const auto& name : node.outputs)
+      if (!name.empty()) eager_values_.insert(name);
+  }
+
+  void read_subgraph_eagerly(const Graph& g) {
+    for (const Node& n : g.nodes) {
+      for (const auto& name : n.inputs) read_eagerly(name);
+      for (const auto& [_, a] : n.attributes.all()) {
+        if (a.g) read_subgraph_eagerly(*a.g);
+        for (const auto& sub : a.graphs) read_subgraph_eagerly(*sub);
+      }
+    }
+    for (const auto& o : g.outputs) read_eagerly(o.name);
+  }
+
+  void read_eagerly(const std::string& name) {
+    if (name.empty() || eager_values_.count(name) || pinned_.count(name)) return;
+    if (!ids_.count(name) && !graph_.initializers.count(name)) return;  // a subgraph's own value
+    const int id = on_device(lookup(name), Device{});
+    pinned_.insert(name);
+    plan_->eager_reads.emplace_back(name, id);
   }
 
   // Evaluates now, on the host, a node whose result is already determined: its inputs
@@ -285,7 +324,14 @@ class PlanBuilder {
     for (size_t s = 0; s < plan_->steps.size(); ++s)
       for (int id : plan_->steps[s].outputs)
         if (id >= 0) producer_step[id] = static_cast<int>(s);
+    plan_->output_is_eager.assign(graph_.outputs.size(), false);
+    for (const auto& o : graph_.outputs) plan_->output_names.push_back(o.name);
     for (size_t i = 0; i < graph_.outputs.size(); ++i) {
+      if (eager_values_.count(graph_.outputs[i].name)) {
+        plan_->output_is_eager[i] = true;
+        plan_->output_values.push_back(-1);
+        continue;
+      }
       int id = lookup(graph_.outputs[i].name);
       PlannedValue& v = plan_->values[id];
       if (v.storage == Storage::Arena && v.alias_of < 0 && v.device.kind == DeviceKind::Cpu &&
@@ -330,6 +376,8 @@ class PlanBuilder {
       for (int id : plan_->steps[s].inputs)
         if (id >= 0) last[root(id)] = step;
     }
+    const int end = static_cast<int>(plan_->steps.size());
+    for (const auto& [_, id] : plan_->eager_reads) last[root(id)] = end;
     std::vector<Device> devices;
     for (Backend* b : backends_) devices.push_back(b->device());
     for (const Device& device : devices) {
@@ -378,6 +426,7 @@ class PlanBuilder {
   std::unique_ptr<Plan> plan_;
   std::unordered_map<std::string, int> ids_;
   std::map<std::pair<int, std::string>, int> moved_;
+  std::unordered_set<std::string> eager_values_, pinned_;
 };
 
 }  // namespace
@@ -434,7 +483,8 @@ std::string explain_plan(const Plan& plan) {
       os << "\n      workspace: " << step.workspace_bytes << " B at +" << step.workspace_offset;
     os << "\n";
   }
-  for (const auto& note : plan.notes) os << "  fallback: " << note << "\n";
+  for (const auto& e : plan.eager) os << "  eager " << e.node->label() << "\n";
+  for (const auto& note : plan.notes) os << "  note: " << note << "\n";
   os << "copies inserted: " << copies << "\n";
   for (const auto& [device, bytes] : plan.arena_bytes)
     os << "peak arena on " << device.to_string() << ": " << format_bytes(bytes) << "\n";

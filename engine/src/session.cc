@@ -121,8 +121,8 @@ std::vector<Tensor> Session::make_outputs(std::span<const Tensor> inputs) {
   impl_->check_inputs(inputs);
   const Plan& plan = impl_->plan_for(inputs);
   std::vector<Tensor> outputs;
-  for (int id : plan.output_values)
-    outputs.emplace_back(plan.values[id].type.dtype, plan.values[id].type.shape);
+  for (int id : plan.output_values)  // shapes only the run can tell come back from run()
+    outputs.push_back(id < 0 ? Tensor() : Tensor(plan.values[id].type.dtype, plan.values[id].type.shape));
   return outputs;
 }
 
@@ -163,6 +163,7 @@ void Session::run(std::span<const Tensor> inputs, std::span<Tensor> outputs,
     throw Error("the model has " + std::to_string(plan.output_values.size()) + " outputs, got " +
                 std::to_string(outputs.size()) + " output tensors");
   for (size_t i = 0; i < outputs.size(); ++i) {
+    if (plan.output_values[i] < 0) continue;  // replaced by the run: its shape depends on data
     const TensorType& t = plan.values[plan.output_values[i]].type;
     if (outputs[i].dtype() != t.dtype || outputs[i].shape() != t.shape)
       throw Error("output '" + impl_->graph.outputs[i].name + "' must be " + dtype_name(t.dtype) +

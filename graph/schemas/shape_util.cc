@@ -223,7 +223,9 @@ void read_resize_targets(const InferContext& ctx, bool upsample, std::vector<dou
     scales = read_floats(ctx.value(1), ctx, "scales");
     return;
   }
-  if (ctx.has_input(1) && ctx.values[1]) roi = read_floats(ctx.value(1), ctx, "roi");
+  // roi only matters to tf_crop_and_resize, which then needs it at plan time.
+  const bool crop = ctx.node.attributes.get_string_or("coordinate_transformation_mode", "") == "tf_crop_and_resize";
+  if (ctx.has_input(1) && (crop || ctx.values[1])) roi = read_floats(ctx.value(1), ctx, "roi");
   if (ctx.has_input(2)) scales = read_floats(ctx.value(2), ctx, "scales");
   if (ctx.has_input(3)) sizes = read_ints(ctx.value(3), ctx, "sizes");
   if (!scales.empty() && !sizes.empty()) ctx.fail("only one of scales and sizes may be given");

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstring>
 #include <new>
 #include <random>
 
@@ -46,6 +47,20 @@ EMBER_KERNEL("AddOne", kDomain, 1, kMaxOpset, DeviceKind::Cpu, (make_affine<1, 1
 EMBER_KERNEL("AddOne", kDomain, 1, kMaxOpset, DeviceKind::Test, refuse);
 EMBER_KERNEL_FLAGS("View", kDomain, 1, kMaxOpset, DeviceKind::Test, (make_affine<1, 0>),
                    KernelFlags{.output_aliases_input0 = true});
+
+// y = x[:n] with n an int64 input: a shape only the data can tell.
+std::vector<TensorType> infer_take(const InferContext& ctx) {
+  const int64_t n = *ctx.value(1).data_as<int64_t>();
+  return {{ctx.input(0).dtype, {n}}};
+}
+void take(const RunArgs& a) {
+  std::memcpy(a.outputs[0]->data(), a.inputs[0]->data(), a.outputs[0]->nbytes());
+}
+std::unique_ptr<Kernel> make_take(KernelInit&, std::string*) {
+  return std::make_unique<FunctionKernel>(&take);
+}
+EMBER_SCHEMA("Take", kDomain, infer_take);
+EMBER_KERNEL("Take", kDomain, 1, kMaxOpset, DeviceKind::Cpu, make_take);
 
 Node node(const char* op, std::vector<std::string> in, std::string out) {
   Node n;
@@ -187,6 +202,43 @@ TEST(Planner, UnsupportedOpsAreListedAllAtOnce) {
     EXPECT_NE(msg.find("m.onnx: 2 node(s)"), std::string::npos) << msg;
     EXPECT_NE(msg.find("Mystery 'm1_node'"), std::string::npos) << msg;
     EXPECT_NE(msg.find("Enigma 'm2_node'"), std::string::npos) << msg;
+  }
+}
+
+}  // namespace
+}  // namespace ember
+
+namespace ember {
+namespace {
+
+TEST(Planner, NodesAfterADataDependentShapeRunEagerly) {
+  Fixture f;
+  Graph g;
+  g.opset_imports[kDomain] = 1;
+  g.inputs.push_back({"x", DType::Float32, {}, false});
+  g.inputs.push_back({"n", DType::Int64, {}, false});
+  g.nodes = {node("Scale2", {"x"}, "a"), node("Take", {"a", "n"}, "t"), node("AddOne", {"t"}, "y")};
+  g.outputs.push_back({"y", DType::Float32, {}, false});
+  g.outputs.push_back({"a", DType::Float32, {}, false});
+  const std::vector<Shape> shapes = {{6}, {}};
+  auto plan = build_plan(g, shapes, f.backends, f.weights, {});
+  ASSERT_EQ(plan->eager.size(), 2u);
+  EXPECT_EQ(plan->eager[0].node->op_type, "Take");
+  EXPECT_TRUE(plan->output_is_eager[0]);
+  EXPECT_FALSE(plan->output_is_eager[1]);
+
+  Tensor x(DType::Float32, {6}), n(DType::Int64, {});
+  for (int i = 0; i < 6; ++i) x.data_as<float>()[i] = 0.5f * i - 1;
+  RunContext ctx(f.backends);
+  for (int64_t count : {4, 2}) {  // one plan, different data-dependent shapes
+    *n.data_as<int64_t>() = count;
+    std::vector<Tensor> inputs = {x, n};
+    std::vector<Tensor> outs = {Tensor(), Tensor(DType::Float32, {6})};
+    ctx.run(*plan, inputs, outs, 1, nullptr);
+    ASSERT_EQ(outs[0].shape(), (Shape{count}));
+    for (int64_t i = 0; i < count; ++i)
+      EXPECT_FLOAT_EQ(outs[0].data_as<float>()[i], 2 * x.data_as<float>()[i] + 1);
+    for (int i = 0; i < 6; ++i) EXPECT_FLOAT_EQ(outs[1].data_as<float>()[i], 2 * x.data_as<float>()[i]);
   }
 }
 

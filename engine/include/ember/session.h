@@ -45,6 +45,8 @@ class Session {
                           const RunOptions& run_options = {});
   // Inputs and caller-allocated outputs, both in graph order. With outputs of the
   // right shapes this path allocates nothing once the plan for these shapes exists.
+  // An output whose shape depends on the input data (after NonZero, Loop, ...) is
+  // replaced by a new tensor.
   void run(std::span<const Tensor> inputs, std::span<Tensor> outputs,
            const RunOptions& run_options = {});
   // Output tensors of the dtypes and shapes the graph produces for these inputs
