@@ -6,6 +6,7 @@
 // forward transform zero-pads or truncates to dft_length and keeps n / 2 + 1 bins when
 // onesided; the inverse divides by n, and with onesided is numpy's irfft (the input is
 // the half spectrum of a real signal, the output real).
+#include "graph/schemas/shape_util.h"
 #include "ops/cpu/elementwise.h"
 #include "ops/cpu/parallel.h"
 #include "ops/registry.h"
@@ -87,13 +88,10 @@ std::unique_ptr<Kernel> make_dft(KernelInit& init, std::string* why_not) {
   const Shape& x = init.inputs[0].shape;
   const Shape& out = init.outputs[0].shape;
   // The axis and length as the schema read them.
-  const InferContext ctx{init.node, init.opset, init.inputs, init.values};
+  const InferContext ctx = infer_context(init);
   const int64_t rank = static_cast<int64_t>(x.size());
   int64_t axis = init.opset < 20 ? init.node.attributes.get_int_or("axis", 1) : -2;
-  if (init.opset >= 20 && ctx.has_input(2)) {
-    const Tensor& a = ctx.value(2);
-    axis = a.dtype() == DType::Int32 ? a.data_as<int32_t>()[0] : a.data_as<int64_t>()[0];
-  }
+  if (init.opset >= 20 && ctx.has_input(2)) axis = read_ints(ctx.value(2), ctx, "axis").at(0);
   if (axis < 0) axis += rank;
   DftParams p;
   for (int64_t d = 0; d < rank - 1; ++d) {
@@ -105,10 +103,7 @@ std::unique_ptr<Kernel> make_dft(KernelInit& init, std::string* why_not) {
   p.inverse = init.node.attributes.get_int_or("inverse", 0) != 0;
   p.onesided = init.node.attributes.get_int_or("onesided", 0) != 0;
   p.n = p.inverse && p.onesided ? 2 * (x[axis] - 1) : x[axis];
-  if (ctx.has_input(1)) {
-    const Tensor& n = ctx.value(1);
-    p.n = n.dtype() == DType::Int32 ? n.data_as<int32_t>()[0] : n.data_as<int64_t>()[0];
-  }
+  if (ctx.has_input(1)) p.n = read_ints(ctx.value(1), ctx, "dft_length").at(0);
   const DType dtype = init.inputs[0].dtype;
   std::unique_ptr<Kernel> kernel;
   dispatch(FloatTypes{}, dtype, [&](auto tag) {
@@ -162,11 +157,8 @@ std::unique_ptr<Kernel> make_stft(KernelInit& init, std::string* why_not) {
   StftParams p;
   p.batch = x[0], p.length = x[1], p.parts = x[2];
   p.frames = out[1], p.bins = out[2];
-  const InferContext ctx{init.node, init.opset, init.inputs, init.values};
-  const auto scalar = [&](size_t i) {
-    const Tensor& t = ctx.value(i);
-    return t.dtype() == DType::Int32 ? int64_t{t.data_as<int32_t>()[0]} : t.data_as<int64_t>()[0];
-  };
+  const InferContext ctx = infer_context(init);
+  const auto scalar = [&](size_t i) { return read_ints(ctx.value(i), ctx, "scalar input").at(0); };
   p.step = scalar(1);
   const bool has_window = ctx.has_input(2);
   p.frame = ctx.has_input(3) ? scalar(3) : has_window ? init.inputs[2].shape[0] : x[1];
