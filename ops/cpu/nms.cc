@@ -107,8 +107,7 @@ std::vector<TensorType> infer_nms(const InferContext& ctx) {
   for (size_t i = 0; i < ctx.num_inputs(); ++i)
     if (ctx.has_input(i)) values[i] = &ctx.value(i);  // raises DataDependentShape when unknown
   for (size_t i = 2; i < 5; ++i)
-    if (values.size() > i && values[i] && values[i]->numel() != 1 &&
-        !(values[i]->numel() == 0))
+    if (values.size() > i && values[i] && values[i]->numel() > 1)
       ctx.fail("input " + std::to_string(i) + " must be a scalar");
   if (values.size() > 2 && values[2] && values[2]->dtype() != DType::Int64)
     ctx.fail("max_output_boxes_per_class must be int64");
