@@ -138,7 +138,7 @@ class GridSampleKernel final : public Kernel {
  private:
   // Sum over the taps of dims d.. given the offset and weight of dims before d.
   double sample(const T* plane, const Taps* taps, int d, int64_t offset, double weight) const {
-    if (d == p_.k) return weight * convert<double>(plane[offset]);
+    if (d >= p_.k || d >= kMaxSpatial) return weight * convert<double>(plane[offset]);
     double sum = 0;
     for (int i = 0; i < taps[d].count; ++i) {
       if (taps[d].index[i] < 0 || taps[d].weight[i] == 0) continue;
