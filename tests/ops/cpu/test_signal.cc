@@ -11,10 +11,10 @@
 namespace ember {
 namespace {
 
-Node make_node(const std::string& op, std::vector<std::string> inputs) {
+Node make_node(std::string op, std::vector<std::string> inputs) {
   Node n;
-  n.op_type = op;
-  n.name = "n";
+  n.name = op;
+  n.op_type = std::move(op);
   n.inputs = std::move(inputs);
   n.outputs = {"y"};
   return n;

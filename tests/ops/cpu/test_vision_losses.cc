@@ -17,10 +17,10 @@ Tensor random_floats(const Shape& shape, float lo, float hi, unsigned seed) {
   return t;
 }
 
-Node make_node(const std::string& op, std::vector<std::string> inputs, std::vector<std::string> outputs) {
+Node make_node(std::string op, std::vector<std::string> inputs, std::vector<std::string> outputs) {
   Node n;
-  n.op_type = op;
-  n.name = "n";
+  n.name = op;
+  n.op_type = std::move(op);
   n.inputs = std::move(inputs);
   n.outputs = std::move(outputs);
   return n;
