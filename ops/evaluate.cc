@@ -39,13 +39,17 @@ std::vector<Tensor> evaluate_node(const Node& node, int64_t opset,
       types[i] = {inputs[i]->dtype(), inputs[i]->shape()};
       values[i] = inputs[i];
     }
-  KernelInit init{node, opset, Device{}, types, values, infer_node(node, opset, types, values)};
+  const auto entries = find_kernels(node.domain, node.op_type, opset, DeviceKind::Cpu);
+  const bool sizes_own_outputs = !entries.empty() && entries[0]->flags.sizes_own_outputs;
+  KernelInit init{node, opset, Device{}, types, values,
+                  sizes_own_outputs ? std::vector<TensorType>(node.outputs.size())
+                                    : infer_node(node, opset, types, values)};
   init.num_threads = num_threads;
 
   std::string reasons;
   std::unique_ptr<Kernel> kernel;
   const KernelEntry* entry = nullptr;
-  for (const KernelEntry* e : find_kernels(node.domain, node.op_type, opset, DeviceKind::Cpu)) {
+  for (const KernelEntry* e : entries) {
     std::string why;
     kernel = e->factory(init, &why);
     if (kernel) {
@@ -65,7 +69,9 @@ std::vector<Tensor> evaluate_node(const Node& node, int64_t opset,
     return outputs;
   }
   std::vector<Tensor*> out_ptrs;
-  for (auto& t : outputs) out_ptrs.push_back(t.empty() ? nullptr : &t);
+  for (size_t i = 0; i < outputs.size(); ++i)
+    out_ptrs.push_back(node.outputs[i].empty() || (outputs[i].empty() && !sizes_own_outputs) ? nullptr
+                                                                                             : &outputs[i]);
   std::unique_ptr<void, decltype(&std::free)> workspace(
       init.workspace_bytes ? std::aligned_alloc(64, (init.workspace_bytes + 63) / 64 * 64) : nullptr,
       std::free);

@@ -18,6 +18,10 @@ struct KernelFlags {
   // The output is input 0 reinterpreted (Reshape, Squeeze, Identity, ...): the planner
   // gives both the same bytes and skips running the kernel.
   bool output_aliases_input0 = false;
+  // The kernel sizes and allocates its own outputs (If, Loop, Scan: only running the
+  // body tells); such nodes always run eagerly, and their schema raises
+  // DataDependentShape so the planner sends them there.
+  bool sizes_own_outputs = false;
 };
 
 struct KernelEntry {

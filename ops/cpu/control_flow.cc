@@ -1,0 +1,214 @@
+// If, Loop and Scan on the CPU. Bodies run node by node through evaluate_node, with
+// the enclosing graphs' values visible by name; outputs are allocated here because
+// only running the body tells their shapes.
+#include "ops/evaluate.h"
+#include "ops/registry.h"
+
+#include <ember/error.h>
+
+#include <cstring>
+
+namespace ember {
+
+namespace {
+
+using Scope = std::unordered_map<std::string, Tensor>;
+
+// Runs `body` on `inputs` (bound to its inputs in order) in the scope of `outer`.
+std::vector<Tensor> run_body(const Graph& body, int64_t opset, const std::vector<Tensor>& inputs,
+                             const Scope& outer, int num_threads) {
+  Scope scope = outer;
+  for (const auto& [name, t] : body.initializers) scope[name] = t;
+  for (size_t i = 0; i < body.inputs.size() && i < inputs.size(); ++i) scope[body.inputs[i].name] = inputs[i];
+  for (const Node& n : body.nodes) {
+    std::vector<const Tensor*> args;
+    for (const auto& name : n.inputs) {
+      if (name.empty()) {
+        args.push_back(nullptr);
+        continue;
+      }
+      auto it = scope.find(name);
+      if (it == scope.end()) throw Error(n.label() + ": reads '" + name + "', which nothing in scope defines");
+      args.push_back(&it->second);
+    }
+    std::vector<Tensor> out = evaluate_node(n, opset, args, num_threads, &scope);
+    for (size_t k = 0; k < n.outputs.size(); ++k)
+      if (!n.outputs[k].empty()) scope[n.outputs[k]] = std::move(out[k]);
+  }
+  std::vector<Tensor> results;
+  for (const auto& o : body.outputs) results.push_back(scope.at(o.name));
+  return results;
+}
+
+bool truth(const Tensor& t, const Node& node) {
+  if (t.numel() != 1) throw Error(node.label() + ": the condition must hold one element");
+  return *static_cast<const uint8_t*>(t.data()) != 0;
+}
+
+// [n, ...] from n tensors of one shape, each placed along axis 0 (or `axis`).
+Tensor stack(const std::vector<Tensor>& parts, int64_t axis, DType dtype, const Node& node) {
+  if (parts.empty()) return Tensor(dtype, {0});
+  const Shape& s = parts[0].shape();
+  for (const Tensor& p : parts)
+    if (p.shape() != s) throw Error(node.label() + ": scan outputs change shape between iterations");
+  if (axis < 0) axis += static_cast<int64_t>(s.size()) + 1;
+  Shape out_shape = s;
+  out_shape.insert(out_shape.begin() + axis, static_cast<int64_t>(parts.size()));
+  Tensor out(parts[0].dtype(), out_shape);
+  const size_t elem = dtype_bytes(parts[0].dtype(), 1);
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= s[d];
+  for (size_t d = axis; d < s.size(); ++d) inner *= s[d];
+  for (size_t p = 0; p < parts.size(); ++p)
+    for (int64_t o = 0; o < outer; ++o)
+      std::memcpy(static_cast<char*>(out.data()) + ((o * parts.size() + p) * inner) * elem,
+                  static_cast<const char*>(parts[p].data()) + o * inner * elem, inner * elem);
+  return out;
+}
+
+// Element `index` of `t` along `axis`, without that axis.
+Tensor slice_at(const Tensor& t, int64_t axis, int64_t index) {
+  Shape s = t.shape();
+  const int64_t n = s[axis];
+  s.erase(s.begin() + axis);
+  Tensor out(t.dtype(), s);
+  const size_t elem = dtype_bytes(t.dtype(), 1);
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= t.shape()[d];
+  for (size_t d = axis + 1; d < t.shape().size(); ++d) inner *= t.shape()[d];
+  for (int64_t o = 0; o < outer; ++o)
+    std::memcpy(static_cast<char*>(out.data()) + o * inner * elem,
+                static_cast<const char*>(t.data()) + ((o * n + index) * inner) * elem, inner * elem);
+  return out;
+}
+
+const Scope& scope_of(const RunArgs& args) {
+  static const Scope empty;
+  return args.scope ? *args.scope : empty;
+}
+
+class IfKernel final : public Kernel {
+ public:
+  explicit IfKernel(const KernelInit& init) : node_(init.node), opset_(init.opset) {}
+  void run(const RunArgs& args) const override {
+    const bool cond = truth(*args.inputs[0], node_);
+    const Graph& branch = node_.attributes.get_graph(cond ? "then_branch" : "else_branch");
+    std::vector<Tensor> results = run_body(branch, opset_, {}, scope_of(args), args.num_threads);
+    for (size_t i = 0; i < args.outputs.size() && i < results.size(); ++i)
+      if (args.outputs[i]) *args.outputs[i] = results[i];
+  }
+
+ private:
+  const Node& node_;
+  int64_t opset_;
+};
+
+class LoopKernel final : public Kernel {
+ public:
+  explicit LoopKernel(const KernelInit& init) : node_(init.node), opset_(init.opset) {}
+  void run(const RunArgs& args) const override {
+    const Graph& body = node_.attributes.get_graph("body");
+    const Tensor* max_trips = args.inputs.size() > 0 ? args.inputs[0] : nullptr;
+    const Tensor* cond_in = args.inputs.size() > 1 ? args.inputs[1] : nullptr;
+    const int64_t trips = max_trips ? *max_trips->data_as<int64_t>() : -1;
+    bool cond = cond_in ? truth(*cond_in, node_) : true;
+    std::vector<Tensor> carried;
+    for (size_t i = 2; i < args.inputs.size(); ++i) carried.push_back(*args.inputs[i]);
+    const size_t n_carried = carried.size();
+    std::vector<std::vector<Tensor>> scans(body.outputs.size() - 1 - n_carried);
+
+    constexpr int64_t kMaxIterations = int64_t{1} << 31;
+    for (int64_t i = 0; (trips < 0 || i < trips) && cond; ++i) {
+      if (i >= kMaxIterations) throw Error(node_.label() + ": ran past 2^31 iterations");
+      Tensor iteration(DType::Int64, {});
+      *iteration.data_as<int64_t>() = i;
+      Tensor cond_tensor(DType::Bool, {});
+      *cond_tensor.data_as<uint8_t>() = cond;
+      std::vector<Tensor> body_inputs = {iteration, cond_tensor};
+      body_inputs.insert(body_inputs.end(), carried.begin(), carried.end());
+      std::vector<Tensor> out = run_body(body, opset_, body_inputs, scope_of(args), args.num_threads);
+      if (cond_in) cond = truth(out[0], node_);  // without a condition input it is ignored
+      for (size_t k = 0; k < n_carried; ++k) carried[k] = out[1 + k].clone();
+      for (size_t k = 0; k < scans.size(); ++k) scans[k].push_back(out[1 + n_carried + k].clone());
+    }
+    for (size_t k = 0; k < n_carried && k < args.outputs.size(); ++k)
+      if (args.outputs[k]) *args.outputs[k] = carried[k];
+    for (size_t k = 0; k < scans.size() && n_carried + k < args.outputs.size(); ++k)
+      if (args.outputs[n_carried + k])
+        *args.outputs[n_carried + k] = stack(scans[k], 0, body.outputs[1 + n_carried + k].dtype, node_);
+  }
+
+ private:
+  const Node& node_;
+  int64_t opset_;
+};
+
+class ScanKernel final : public Kernel {
+ public:
+  explicit ScanKernel(const KernelInit& init) : node_(init.node), opset_(init.opset) {
+    const auto& a = node_.attributes;
+    num_scan_inputs_ = a.get_int("num_scan_inputs");
+    input_axes_ = a.get_ints_or("scan_input_axes", {});
+    input_directions_ = a.get_ints_or("scan_input_directions", {});
+    output_axes_ = a.get_ints_or("scan_output_axes", {});
+    output_directions_ = a.get_ints_or("scan_output_directions", {});
+  }
+  void run(const RunArgs& args) const override {
+    const Graph& body = node_.attributes.get_graph("body");
+    const size_t n_states = args.inputs.size() - num_scan_inputs_;
+    std::vector<Tensor> states;
+    for (size_t i = 0; i < n_states; ++i) states.push_back(*args.inputs[i]);
+    int64_t length = -1;
+    std::vector<int64_t> axes(num_scan_inputs_);
+    for (int64_t k = 0; k < num_scan_inputs_; ++k) {
+      const Tensor& in = *args.inputs[n_states + k];
+      int64_t axis = k < static_cast<int64_t>(input_axes_.size()) ? input_axes_[k] : 0;
+      if (axis < 0) axis += in.rank();
+      axes[k] = axis;
+      if (length >= 0 && in.shape()[axis] != length)
+        throw Error(node_.label() + ": scan inputs differ in length");
+      length = in.shape()[axis];
+    }
+    const size_t n_scan_out = body.outputs.size() - n_states;
+    std::vector<std::vector<Tensor>> scans(n_scan_out);
+    for (int64_t t = 0; t < length; ++t) {
+      std::vector<Tensor> body_inputs = states;
+      for (int64_t k = 0; k < num_scan_inputs_; ++k) {
+        const bool reverse = k < static_cast<int64_t>(input_directions_.size()) && input_directions_[k];
+        body_inputs.push_back(slice_at(*args.inputs[n_states + k], axes[k], reverse ? length - 1 - t : t));
+      }
+      std::vector<Tensor> out = run_body(body, opset_, body_inputs, scope_of(args), args.num_threads);
+      for (size_t k = 0; k < n_states; ++k) states[k] = out[k].clone();
+      for (size_t k = 0; k < n_scan_out; ++k) scans[k].push_back(out[n_states + k].clone());
+    }
+    for (size_t k = 0; k < n_states; ++k)
+      if (args.outputs[k]) *args.outputs[k] = states[k];
+    for (size_t k = 0; k < n_scan_out; ++k) {
+      if (!args.outputs[n_states + k]) continue;
+      if (k < output_directions_.size() && output_directions_[k]) std::reverse(scans[k].begin(), scans[k].end());
+      const int64_t axis = k < output_axes_.size() ? output_axes_[k] : 0;
+      *args.outputs[n_states + k] = stack(scans[k], axis, body.outputs[n_states + k].dtype, node_);
+    }
+  }
+
+ private:
+  const Node& node_;
+  int64_t opset_;
+  int64_t num_scan_inputs_ = 0;
+  std::vector<int64_t> input_axes_, input_directions_, output_axes_, output_directions_;
+};
+
+template <class K>
+std::unique_ptr<Kernel> make(KernelInit& init, std::string*) {
+  return std::make_unique<K>(init);
+}
+
+constexpr KernelFlags kSizesOwnOutputs{.sizes_own_outputs = true};
+EMBER_KERNEL_FLAGS("If", "", 1, kMaxOpset, DeviceKind::Cpu, make<IfKernel>, kSizesOwnOutputs);
+EMBER_KERNEL_FLAGS("Loop", "", 1, kMaxOpset, DeviceKind::Cpu, make<LoopKernel>, kSizesOwnOutputs);
+// Scan-8 (batched, with sequence_lens) differs; opset 9 onwards is this one.
+EMBER_KERNEL_FLAGS("Scan", "", 9, kMaxOpset, DeviceKind::Cpu, make<ScanKernel>, kSizesOwnOutputs);
+
+}  // namespace
+
+}  // namespace ember

@@ -1,0 +1,110 @@
+// If, Loop and Scan against hand-computed references, with bodies that read the
+// enclosing scope.
+#include "ops/evaluate.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <random>
+
+namespace ember {
+namespace {
+
+Node make_node(const char* op, std::vector<std::string> in, std::vector<std::string> out) {
+  Node n;
+  n.op_type = op;
+  n.name = out[0] + "_node";
+  n.inputs = std::move(in);
+  n.outputs = std::move(out);
+  return n;
+}
+
+void set_graph(Node& n, const char* name, std::shared_ptr<Graph> g) {
+  Attribute a;
+  a.kind = Attribute::Kind::Graph;
+  a.g = std::move(g);
+  n.attributes.set(name, std::move(a));
+}
+
+Tensor floats(Shape shape, std::vector<float> v) {
+  Tensor t(DType::Float32, std::move(shape));
+  std::copy(v.begin(), v.end(), t.data_as<float>());
+  return t;
+}
+
+template <class T>
+Tensor scalar(DType dtype, T v) {
+  Tensor t(dtype, {});
+  *t.data_as<T>() = v;
+  return t;
+}
+
+TEST(ControlFlow, IfRunsTheBranchTheConditionPicksAndReadsTheOuterScope) {
+  auto then_g = std::make_shared<Graph>(), else_g = std::make_shared<Graph>();
+  then_g->nodes = {make_node("Add", {"x", "x"}, {"t"})};
+  then_g->outputs = {{"t", DType::Float32, {}, false}};
+  else_g->nodes = {make_node("Neg", {"x"}, {"e"})};
+  else_g->outputs = {{"e", DType::Float32, {}, false}};
+  Node n = make_node("If", {"c"}, {"y"});
+  set_graph(n, "then_branch", then_g);
+  set_graph(n, "else_branch", else_g);
+  std::unordered_map<std::string, Tensor> scope = {{"x", floats({3}, {1.5f, -2, 4})}};
+  for (bool c : {true, false}) {
+    Tensor cond = scalar<uint8_t>(DType::Bool, c);
+    auto out = evaluate_node(n, 17, {&cond}, 1, &scope);
+    ASSERT_EQ(out[0].shape(), (Shape{3}));
+    const float* x = scope["x"].data_as<float>();
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(out[0].data_as<float>()[i], c ? 2 * x[i] : -x[i]);
+  }
+}
+
+// Loop: carried s += x * i for i < trips, scan output of every s.
+TEST(ControlFlow, LoopCarriesValuesAndStacksScanOutputs) {
+  auto body = std::make_shared<Graph>();
+  body->inputs = {{"i", DType::Int64, {}, true}, {"cond", DType::Bool, {}, true}, {"s", DType::Float32, {}, false}};
+  body->nodes = {make_node("Cast", {"i"}, {"fi"}), make_node("Mul", {"x", "fi"}, {"xi"}),
+                 make_node("Add", {"s", "xi"}, {"s_next"}), make_node("Identity", {"cond"}, {"cond_out"}),
+                 make_node("Identity", {"s_next"}, {"scan"})};
+  body->nodes[0].attributes.set_int("to", static_cast<int64_t>(DType::Float32));
+  body->outputs = {{"cond_out", DType::Bool, {}, false},
+                   {"s_next", DType::Float32, {}, false},
+                   {"scan", DType::Float32, {}, false}};
+  Node n = make_node("Loop", {"trips", "", "s0"}, {"s_final", "all"});
+  set_graph(n, "body", body);
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> d(-1, 1);
+  std::unordered_map<std::string, Tensor> scope = {{"x", floats({2}, {d(rng), d(rng)})}};
+  Tensor trips = scalar<int64_t>(DType::Int64, 4), s0 = floats({2}, {d(rng), d(rng)});
+  auto out = evaluate_node(n, 17, {&trips, nullptr, &s0}, 1, &scope);
+  ASSERT_EQ(out[1].shape(), (Shape{4, 2}));
+  std::vector<float> s = {s0.data_as<float>()[0], s0.data_as<float>()[1]};
+  for (int i = 0; i < 4; ++i)
+    for (int k = 0; k < 2; ++k) {
+      s[k] += scope["x"].data_as<float>()[k] * static_cast<float>(i);
+      EXPECT_FLOAT_EQ(out[1].data_as<float>()[i * 2 + k], s[k]);
+    }
+  EXPECT_FLOAT_EQ(out[0].data_as<float>()[0], s[0]);
+}
+
+// Scan: running sum over axis 1, output reversed.
+TEST(ControlFlow, ScanSlicesAlongItsAxisAndHonoursDirections) {
+  auto body = std::make_shared<Graph>();
+  body->inputs = {{"acc", DType::Float32, {}, false}, {"row", DType::Float32, {}, false}};
+  body->nodes = {make_node("Add", {"acc", "row"}, {"acc_next"}), make_node("Identity", {"acc_next"}, {"out"})};
+  body->outputs = {{"acc_next", DType::Float32, {}, false}, {"out", DType::Float32, {}, false}};
+  Node n = make_node("Scan", {"init", "seq"}, {"final", "partial"});
+  set_graph(n, "body", body);
+  n.attributes.set_int("num_scan_inputs", 1);
+  n.attributes.set_ints("scan_input_axes", {1});
+  n.attributes.set_ints("scan_output_directions", {1});
+  Tensor init = floats({2}, {0.5f, -1}), seq = floats({2, 3}, {1, 2, 3, 4, 5, 6});
+  auto out = evaluate_node(n, 17, {&init, &seq}, 1);
+  ASSERT_EQ(out[1].shape(), (Shape{3, 2}));
+  // Running sums per row: row 0: 1.5, 3.5, 6.5; row 1: 3, 8, 14; stacked in reverse.
+  const std::vector<float> expected = {6.5f, 14, 3.5f, 8, 1.5f, 3};
+  for (int i = 0; i < 6; ++i) EXPECT_FLOAT_EQ(out[1].data_as<float>()[i], expected[i]);
+  EXPECT_FLOAT_EQ(out[0].data_as<float>()[1], 14);
+}
+
+}  // namespace
+}  // namespace ember
