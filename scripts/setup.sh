@@ -5,7 +5,6 @@ set -euo pipefail
 
 apt_packages=(cmake g++ ccache libdnnl-dev libonnx-dev libprotobuf-dev protobuf-compiler
               libcli11-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev)
-python_packages=(numpy onnx onnxruntime)
 
 missing=()
 for p in "${apt_packages[@]}"; do
@@ -18,7 +17,13 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-if ! python3 -c "import numpy, onnx, onnxruntime" 2>/dev/null; then
-  echo "setup: installing Python packages ${python_packages[*]}"
-  python3 -m pip install -q "${python_packages[@]}"
+requirements="$(dirname "$0")/requirements.txt"
+if ! python3 - "$requirements" <<'PY' 2>/dev/null; then
+import sys
+from importlib.metadata import version
+pins = [l.split("==") for l in open(sys.argv[1]) if "==" in l and not l.startswith("#")]
+sys.exit(any(version(n.strip()) != v.strip() for n, v in pins))
+PY
+  echo "setup: installing the Python packages in $requirements"
+  python3 -m pip install -q -r "$requirements"
 fi

@@ -25,7 +25,7 @@ struct Options {
   std::string precision = "fp32";
   std::string trace_path, summary_json;
   int threads = 0, repeat = 0, warmup = 3, batch = 0;
-  bool profile = false, explain = false, devices = false, no_optimize = false;
+  bool profile = false, explain = false, devices = false, no_optimize = false, list_ops = false;
 };
 
 // Output names become file names: every byte outside [A-Za-z0-9_-], and a leading
@@ -200,6 +200,11 @@ int run(const Options& opt) {
     print_devices();
     return 0;
   }
+  if (opt.list_ops) {
+    for (const auto& op : ember::list_operators(opt.device.rfind("cuda", 0) == 0 ? "cuda" : "cpu"))
+      std::cout << op << "\n";
+    return 0;
+  }
   if (opt.model.empty()) throw CLI::RequiredError("MODEL");
   if (opt.precision != "fp32")
     throw ember::Error("--precision " + opt.precision + ": only fp32 is available on " + opt.device);
@@ -269,6 +274,7 @@ int main(int argc, char** argv) {
   app.add_option("--trace", opt.trace_path, "with --profile: write a Chrome trace JSON");
   app.add_flag("--explain", opt.explain, "print the execution plan");
   app.add_flag("--devices", opt.devices, "list the GPUs and exit");
+  app.add_flag("--list-ops", opt.list_ops, "list the operators ember runs on --device and exit");
   app.add_flag("--no-optimize", opt.no_optimize, "skip the graph passes");
   try {
     app.parse(argc, argv);

@@ -6,6 +6,7 @@
 #include "engine/src/planner.h"
 #include "graph/passes/passes.h"
 #include "loader/onnx_loader.h"
+#include "ops/registry.h"
 
 #include <mutex>
 #include <shared_mutex>
@@ -113,6 +114,12 @@ Session::Session(const std::string& model_path, SessionOptions options)
 Session::~Session() = default;
 Session::Session(Session&&) noexcept = default;
 Session& Session::operator=(Session&&) noexcept = default;
+
+std::vector<std::string> list_operators(const std::string& device) {
+  if (device == "cpu") return registered_ops(DeviceKind::Cpu);
+  if (device.rfind("cuda", 0) == 0) return registered_ops(DeviceKind::Cuda);
+  throw Error("device '" + device + "' is not valid: expected cpu, cuda or cuda:N");
+}
 
 const std::vector<ValueDesc>& Session::inputs() const { return impl_->input_descs; }
 const std::vector<ValueDesc>& Session::outputs() const { return impl_->output_descs; }

@@ -123,7 +123,8 @@ std::vector<TensorType> infer_range(const InferContext& ctx) {
     if (ctx.value(i).numel() != 1) ctx.fail("start, limit and delta must be scalars");
   }
   int64_t n = 0;
-  if (dtype == DType::Float32 || dtype == DType::Float64 || dtype == DType::Float16) {
+  if (dtype == DType::Float32 || dtype == DType::Float64 || dtype == DType::Float16 ||
+      dtype == DType::BFloat16) {
     const double start = read_floats(ctx.value(0), ctx, "start")[0];
     const double limit = read_floats(ctx.value(1), ctx, "limit")[0];
     const double delta = read_floats(ctx.value(2), ctx, "delta")[0];

@@ -3,6 +3,7 @@
 #include "ops/kernel.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <set>
@@ -50,6 +51,7 @@ std::vector<double> read_floats(const Tensor& t, const InferContext& ctx, const 
       case DType::Float32: out.push_back(t.data_as<float>()[i]); break;
       case DType::Float64: out.push_back(t.data_as<double>()[i]); break;
       case DType::Float16: out.push_back(half_to_double(t.data_as<uint16_t>()[i])); break;
+      case DType::BFloat16: out.push_back(std::bit_cast<float>(uint32_t(t.data_as<uint16_t>()[i]) << 16)); break;
       default: ctx.fail(std::string(what) + " must be a float tensor, got " + dtype_name(t.dtype()));
     }
   }
@@ -288,6 +290,7 @@ ResizeParams resize_params(const InferContext& ctx) {
 
   p.out = in;
   p.scales.assign(rank, 1.0);
+  p.out_lengths.assign(in.begin(), in.end());
   p.roi_start.assign(rank, 0.0);
   p.roi_end.assign(rank, 1.0);
   for (size_t i = 0; i < n && !roi.empty(); ++i) {
@@ -299,12 +302,13 @@ ResizeParams resize_params(const InferContext& ctx) {
       if (!(scales[i] > 0)) ctx.fail("scales must be positive");
       p.scales[axes[i]] = scales[i];
       p.out[axes[i]] = static_cast<int64_t>(std::floor(in[axes[i]] * scales[i]));
+      p.out_lengths[axes[i]] = in[axes[i]] * scales[i];
     }
     return p;
   }
   for (size_t i = 0; i < n; ++i) {
     if (sizes[i] < 0) ctx.fail("sizes must not be negative");
-    p.out[axes[i]] = sizes[i];
+    p.out[axes[i]] = p.out_lengths[axes[i]] = sizes[i];
     p.scales[axes[i]] = in[axes[i]] ? static_cast<double>(sizes[i]) / in[axes[i]] : 1.0;
   }
   const std::string policy = ctx.node.attributes.get_string_or("keep_aspect_ratio_policy", "stretch");
@@ -317,6 +321,7 @@ ResizeParams resize_params(const InferContext& ctx) {
   for (int64_t a : axes) {
     p.scales[a] = scale;
     p.out[a] = static_cast<int64_t>(scale * in[a] + 0.5);
+    p.out_lengths[a] = scale * in[a];
   }
   return p;
 }

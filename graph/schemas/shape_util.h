@@ -55,6 +55,8 @@ PadParams pad_params(const InferContext& ctx);
 struct ResizeParams {
   Shape out;
   std::vector<double> scales;          // per dim, as used in coordinate transforms
+  std::vector<double> out_lengths;     // per dim, scale * in unrounded (the reference's
+                                       // align_corners/tf_crop_and_resize output length)
   std::vector<double> roi_start, roi_end;  // per dim (tf_crop_and_resize)
   std::string mode;                    // nearest, linear, cubic
   std::string coordinate_mode;         // half_pixel, asymmetric, ...

@@ -46,7 +46,8 @@ WindowGeometry read_window(const Node& node, const Shape& kernel, const std::str
 // Splits a total padding the way ONNX's SAME_UPPER (extra at the end) or SAME_LOWER
 // (extra at the start) does.
 void split_padding(int64_t total, bool upper, int64_t& begin, int64_t& end) {
-  const int64_t small = total / 2, large = total - small;
+  const int64_t small = total >= 0 ? total / 2 : -((1 - total) / 2);  // floor(total / 2)
+  const int64_t large = total - small;
   begin = upper ? small : large;
   end = upper ? large : small;
 }
@@ -110,11 +111,13 @@ TransposedWindow transposed_window(const Node& node, const Shape& spatial_in, co
     const int64_t full = g.strides[i] * (spatial_in[i] - 1) + t.output_padding[i] + dk;
     if (!wanted.empty()) {
       // An explicit output shape overrides pads; NOTSET splits like SAME_LOWER (as
-      // ONNX Runtime does).
+      // ONNX Runtime does). A negative total (a larger output) splits with floor
+      // division as the ONNX reference does: -1 is 0 at the start, -1 at the end,
+      // i.e. extra rows at the end like output_padding.
       const int64_t total = full - wanted[i];
-      if (total < 0)
-        fail(node, "output_shape " + shape_to_string(wanted) + " is larger than the transposed convolution produces");
       split_padding(total, auto_pad == "SAME_UPPER", g.pads_begin[i], g.pads_end[i]);
+      if (g.pads_begin[i] < 0)
+        fail(node, "output_shape " + shape_to_string(wanted) + " would need negative padding at the start");
     }
     g.out[i] = full - g.pads_begin[i] - g.pads_end[i];
     if (g.out[i] < 1) fail(node, "the output would be empty");

@@ -38,15 +38,17 @@ Window3 to_window3(const WindowGeometry& g, const Shape& x) {
   return w;
 }
 
-// The direct loop: one (n, c) plane at a time.
+// The direct loop: one (n, c) plane at a time. T is float, or an 8-bit integer for
+// MaxPool (which oneDNN does not run on plain integers).
+template <class T>
 class LoopPoolKernel final : public Kernel {
  public:
   LoopPoolKernel(PoolKind kind, const WindowGeometry& g, const Shape& x, bool count_pad, float p, bool col_major)
       : kind_(kind), w_(to_window3(g, x)), planes_(x[0] * x[1]), count_pad_(count_pad), p_(p), col_major_(col_major) {}
 
   void run(const RunArgs& args) const override {
-    const float* x = args.inputs[0]->data_as<float>();
-    float* y = args.outputs[0]->data_as<float>();
+    const T* x = args.inputs[0]->data_as<T>();
+    T* y = args.outputs[0]->data_as<T>();
     int64_t* idx = args.outputs.size() > 1 && args.outputs[1] ? args.outputs[1]->data_as<int64_t>() : nullptr;
     const int64_t in_plane = w_.in[0] * w_.in[1] * w_.in[2], out_plane = w_.out[0] * w_.out[1] * w_.out[2];
     parallel_for(planes_, out_plane * w_.k[0] * w_.k[1] * w_.k[2], [&](int64_t b, int64_t e) {
@@ -56,13 +58,15 @@ class LoopPoolKernel final : public Kernel {
   }
 
  private:
-  void pool_plane(const float* x, float* y, int64_t* idx, int64_t base) const {
+  void pool_plane(const T* x, T* y, int64_t* idx, int64_t base) const {
     const Window3& w = w_;
     for (int64_t o0 = 0; o0 < w.out[0]; ++o0)
       for (int64_t o1 = 0; o1 < w.out[1]; ++o1)
         for (int64_t o2 = 0; o2 < w.out[2]; ++o2) {
           const int64_t o[3] = {o0, o1, o2};
-          float best = -std::numeric_limits<float>::infinity(), sum = 0;
+          T best = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
+                                                        : std::numeric_limits<T>::lowest();
+          float sum = 0;
           int64_t best_at = -1, counted = 0;
           for (int64_t k0 = 0; k0 < w.k[0]; ++k0)
             for (int64_t k1 = 0; k1 < w.k[1]; ++k1)
@@ -77,17 +81,17 @@ class LoopPoolKernel final : public Kernel {
                 }
                 counted += inside || (count_pad_ && in_padding);
                 if (!inside) continue;
-                const float v = x[(i[0] * w.in[1] + i[1]) * w.in[2] + i[2]];
-                if (kind_ == PoolKind::Max && v > best) {
+                const T v = x[(i[0] * w.in[1] + i[1]) * w.in[2] + i[2]];
+                if (kind_ == PoolKind::Max && (v > best || (best_at < 0 && v == best))) {
                   best = v;
                   best_at = col_major_ ? (i[2] * w.in[1] + i[1]) * w.in[0] + i[0] : (i[0] * w.in[1] + i[1]) * w.in[2] + i[2];
                 }
-                sum += kind_ == PoolKind::Lp ? std::pow(std::fabs(v), p_) : v;
+                sum += kind_ == PoolKind::Lp ? std::pow(std::fabs(float(v)), p_) : float(v);
               }
           const int64_t at = (o0 * w.out[1] + o1) * w.out[2] + o2;
           if (kind_ == PoolKind::Max) y[at] = best;
-          else if (kind_ == PoolKind::Average) y[at] = counted ? sum / counted : 0.f;
-          else y[at] = std::pow(sum, 1.f / p_);
+          else if (kind_ == PoolKind::Average) y[at] = T(counted ? sum / counted : 0.f);
+          else y[at] = T(std::pow(sum, 1.f / p_));
           if (idx) idx[at] = base + best_at;
         }
   }
@@ -146,7 +150,9 @@ Shape dnnl_pads_end(const WindowGeometry& g, const Shape& x, bool* extended) {
 }
 
 std::unique_ptr<Kernel> make_pool(KernelInit& init, std::string* why_not, PoolKind kind) {
-  if (!(*why_not = float32_only(init, 0)).empty()) return nullptr;
+  const DType dtype = init.inputs[0].dtype;
+  const bool int8 = kind == PoolKind::Max && (dtype == DType::Int8 || dtype == DType::UInt8);
+  if (!int8 && !(*why_not = float32_only(init, 0)).empty()) return nullptr;
   const Shape& x = init.inputs[0].shape;
   if (x.size() > 5) {
     *why_not = "pooling supports at most 3 spatial dims";
@@ -165,7 +171,9 @@ std::unique_ptr<Kernel> make_pool(KernelInit& init, std::string* why_not, PoolKi
   bool extended = false;
   const Shape pads_end = dnnl_pads_end(g, x, &extended);
   const bool loop = kind == PoolKind::Lp || want_indices || (kind == PoolKind::Average && count_pad && extended);
-  if (loop) return std::make_unique<LoopPoolKernel>(kind, g, x, count_pad, p, col_major);
+  if (dtype == DType::Int8) return std::make_unique<LoopPoolKernel<int8_t>>(kind, g, x, count_pad, p, col_major);
+  if (dtype == DType::UInt8) return std::make_unique<LoopPoolKernel<uint8_t>>(kind, g, x, count_pad, p, col_major);
+  if (loop) return std::make_unique<LoopPoolKernel<float>>(kind, g, x, count_pad, p, col_major);
   const dnnl::algorithm alg = kind == PoolKind::Max ? dnnl::algorithm::pooling_max
                               : count_pad           ? dnnl::algorithm::pooling_avg_include_padding
                                                     : dnnl::algorithm::pooling_avg_exclude_padding;

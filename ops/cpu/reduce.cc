@@ -315,6 +315,10 @@ std::unique_ptr<Kernel> make_reduce(KernelInit& init, std::string* why_not) {
     case DType::Int64:
       if constexpr (!kFloatOnly) return std::make_unique<ReduceKernel<Op, int64_t>>(plan);
       break;
+    case DType::Bool:  // Max is any, Min is all (opset 20+)
+      if constexpr (std::is_same_v<Op, MaxOp> || std::is_same_v<Op, MinOp>)
+        return std::make_unique<ReduceKernel<Op, bool>>(plan);
+      break;
     default: break;
   }
   *why_not = std::string(dtype_name(init.inputs[0].dtype)) + " is not supported";

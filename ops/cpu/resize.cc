@@ -14,12 +14,15 @@ namespace ember {
 
 namespace {
 
-// Where output index i of a dim samples the input (spec formulas; lengths are ints).
+// Where output index i of a dim samples the input (spec formulas). align_corners and
+// tf_crop_and_resize divide by the unrounded output length scale * in_len, as the ONNX
+// reference does (ONNX Runtime uses the integer length; they differ when scales are
+// given and scale * in_len is not whole).
 double source_coordinate(const ResizeParams& p, size_t d, int64_t i, int64_t in_len, int64_t out_len) {
-  const double scale = p.scales[d], x = static_cast<double>(i);
+  const double scale = p.scales[d], x = static_cast<double>(i), len = p.out_lengths[d];
   const std::string& m = p.coordinate_mode;
   if (m == "asymmetric") return x / scale;
-  if (m == "align_corners") return out_len == 1 ? 0.0 : x * (in_len - 1) / (out_len - 1);
+  if (m == "align_corners") return len == 1 ? 0.0 : x * (in_len - 1) / (len - 1);
   if (m == "pytorch_half_pixel") return out_len > 1 ? (x + 0.5) / scale - 0.5 : 0.0;
   if (m == "tf_half_pixel_for_nn") return (x + 0.5) / scale;
   if (m == "half_pixel_symmetric") {
@@ -29,7 +32,7 @@ double source_coordinate(const ResizeParams& p, size_t d, int64_t i, int64_t in_
   }
   if (m == "tf_crop_and_resize") {
     const double start = p.roi_start[d], end = p.roi_end[d];
-    return out_len > 1 ? start * (in_len - 1) + x * (end - start) * (in_len - 1) / (out_len - 1)
+    return len != 1 ? start * (in_len - 1) + x * (end - start) * (in_len - 1) / (len - 1)
                        : 0.5 * (start + end) * (in_len - 1);
   }
   return (x + 0.5) / scale - 0.5;  // half_pixel

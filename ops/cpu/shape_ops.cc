@@ -1,5 +1,6 @@
 // Ops that produce shapes and constants: Shape, Size, ConstantOfShape, Range, Constant.
 #include "graph/schemas/shape_util.h"
+#include "ops/cpu/float16.h"
 #include "ops/registry.h"
 
 #include <cstring>
@@ -88,8 +89,28 @@ void range(const RunArgs& args) {
   for (int64_t i = 0; i < args.outputs[0]->numel(); ++i) out[i] = static_cast<T>(start + static_cast<T>(i) * delta);
 }
 
+// float16/bfloat16: start + i * delta is computed in the stash type C (float or
+// double) and rounded once per element, so long ranges stay exact where they can.
+template <class T, class C>
+void range_low_precision(const RunArgs& args) {
+  const C start = C(float(*args.inputs[0]->data_as<T>())), delta = C(float(*args.inputs[2]->data_as<T>()));
+  T* out = args.outputs[0]->data_as<T>();
+  for (int64_t i = 0; i < args.outputs[0]->numel(); ++i) out[i] = T(start + static_cast<C>(i) * delta);
+}
+
+template <class T>
+std::unique_ptr<Kernel> make_range_low_precision(KernelInit& init, std::string* why_not) {
+  const int64_t stash = init.node.attributes.get_int_or("stash_type", 1);
+  if (stash == int64_t(DType::Float32)) return std::make_unique<FunctionKernel>(range_low_precision<T, float>);
+  if (stash == int64_t(DType::Float64)) return std::make_unique<FunctionKernel>(range_low_precision<T, double>);
+  *why_not = "stash_type must be float (1) or double (11), got " + std::to_string(stash);
+  return nullptr;
+}
+
 std::unique_ptr<Kernel> make_range(KernelInit& init, std::string* why_not) {
   switch (init.inputs[0].dtype) {
+    case DType::Float16: return make_range_low_precision<Float16>(init, why_not);
+    case DType::BFloat16: return make_range_low_precision<BFloat16>(init, why_not);
     case DType::Float32: return std::make_unique<FunctionKernel>(range<float>);
     case DType::Float64: return std::make_unique<FunctionKernel>(range<double>);
     case DType::Int16: return std::make_unique<FunctionKernel>(range<int16_t>);

@@ -84,6 +84,7 @@ std::unique_ptr<Kernel> make_topk(KernelInit& init, std::string* why_not) {
     case DType::Float64: return make_typed<double>(init, largest, outer, x[axis], inner, k);
     case DType::Int32: return make_typed<int32_t>(init, largest, outer, x[axis], inner, k);
     case DType::Int64: return make_typed<int64_t>(init, largest, outer, x[axis], inner, k);
+    case DType::UInt64: return make_typed<uint64_t>(init, largest, outer, x[axis], inner, k);
     default:
       *why_not = std::string(dtype_name(init.inputs[0].dtype)) + " is not supported";
       return nullptr;

@@ -215,6 +215,13 @@ TEST_F(Cli, CudaWithoutAGpuIsAClearError) {
   EXPECT_NE(listing.out.find("no GPU available"), std::string::npos) << listing.out;
 }
 
+TEST_F(Cli, ListsTheOperatorsItRuns) {
+  const Result r = infer("--list-ops");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* op : {"\nConv\n", "\nLayerNormalization\n", "\nLoop\n", "com.ember::FusedConv\n"})
+    EXPECT_NE(("\n" + r.out).find(op), std::string::npos) << op;
+}
+
 TEST_F(Cli, UsageErrorsExitWithTwo) {
   EXPECT_EQ(infer("--no-such-flag").exit_code, 2);
   EXPECT_EQ(infer("--threads -3 m.onnx").exit_code, 2);

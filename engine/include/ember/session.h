@@ -30,6 +30,10 @@ struct RunOptions {
   Profile* profile = nullptr;  // when set, filled with one entry per executed node
 };
 
+// Every operator ember has a kernel for on a device kind ("cpu", "cuda"), sorted;
+// ops of other domains than the standard one are written "domain::Op".
+std::vector<std::string> list_operators(const std::string& device = "cpu");
+
 class Session {
  public:
   explicit Session(const std::string& model_path, SessionOptions options = {});

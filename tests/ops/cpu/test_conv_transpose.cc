@@ -91,6 +91,23 @@ TEST(ConvTranspose, OutputShapeAndAutoPad) {
   check(node, {1, 2, 5, 7}, {2, 3, 3, 3}, {2, 2, 1, 1, 1, 1, 0, 0});
 }
 
+TEST(ConvTranspose, OutputShapeOneLargerAddsARowAtTheEnd) {
+  // x 3x3, k 3x3, strides 3x2: full size 9x7. output_shape 10x8 is a total padding of
+  // -1 per dim, split as the ONNX reference does: 0 at the start, -1 at the end.
+  Node node = make_node("ConvTranspose", 3);
+  node.attributes.set_ints("strides", {3, 2});
+  node.attributes.set_ints("output_shape", {10, 8});
+  check(node, {1, 2, 3, 3}, {2, 3, 3, 3}, {3, 2, 1, 1, 0, 0, -1, -1});
+  node.attributes.set_ints("output_shape", {11, 8});  // -2: the start would be padded by -1
+  const Tensor x = random_tensor({1, 2, 3, 3}, 96), w = random_tensor({2, 3, 3, 3}, 97);
+  try {
+    run_node(node, 22, {&x, &w});
+    ADD_FAILURE() << "expected a refusal";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("negative padding"), std::string::npos) << e.what();
+  }
+}
+
 TEST(ConvTranspose, OneSpatialDim) {
   const Tensor x = random_tensor({1, 3, 6}, 94), w = random_tensor({3, 2, 3}, 95);
   Node node = make_node("ConvTranspose", 2);

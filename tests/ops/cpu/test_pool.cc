@@ -1,6 +1,8 @@
 // Pooling ops against a 2-D reference written from the ONNX spec.
 #include "test_conv_util.h"
 
+#include <algorithm>
+#include <cmath>
 #include <limits>
 
 namespace ember::test {
@@ -163,8 +165,35 @@ TEST(GlobalPool, AverageAndMax) {
   expect_close(max[0], want_max, 0, 0);
 }
 
-TEST(MaxPool, RefusesInt8) {
-  Node node = make_node("MaxPool", 1);
+// 8-bit MaxPool (opset 12+) runs the plain loop; the float reference is exact on it.
+template <class T>
+void check_int8_max_pool(DType dtype, const Pool2d& p) {
+  const Tensor r = random_tensor({2, 3, 7, 9}, 73, -200.f, 300.f);
+  Tensor x(dtype, r.shape()), xf(DType::Float32, r.shape());
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const float lo = std::numeric_limits<T>::lowest(), hi = std::numeric_limits<T>::max();
+    x.data_as<T>()[i] = static_cast<T>(std::clamp(std::round(r.data_as<float>()[i]), lo, hi));
+    xf.data_as<float>()[i] = x.data_as<T>()[i];
+  }
+  Node node = pool_node("MaxPool", p);
+  node.outputs.push_back("indices");
+  const auto y = run_node(node, 12, {&x});
+  std::vector<int64_t> want_idx;
+  const auto want = reference_pool(xf, p, "max", false, 0, &want_idx);
+  ASSERT_EQ(y[0].dtype(), dtype);
+  ASSERT_EQ(y[0].numel(), static_cast<int64_t>(want.size()));
+  for (size_t i = 0; i < want.size(); ++i) {
+    ASSERT_EQ(float(y[0].data_as<T>()[i]), want[i]) << i;
+    ASSERT_EQ(xf.data_as<float>()[y[1].data_as<int64_t>()[i]], want[i]) << i;  // ties may pick any
+  }
+}
+
+TEST(MaxPool, Int8AndUInt8) {
+  for (const Pool2d& p : kCases) {
+    check_int8_max_pool<int8_t>(DType::Int8, p);
+    check_int8_max_pool<uint8_t>(DType::UInt8, p);
+  }
+  Node node = make_node("AveragePool", 1);
   node.attributes.set_ints("kernel_shape", {2, 2});
   EXPECT_NE(why_refused(node, 12, {{DType::Int8, {1, 1, 4, 4}}}), "");
 }

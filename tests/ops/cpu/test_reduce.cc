@@ -188,6 +188,15 @@ TEST(Reduce, IntegersAreExact) {
   }
 }
 
+TEST(Reduce, BoolMaxIsAnyMinIsAll) {
+  // Mostly false and mostly true inputs, so both ops see mixed groups.
+  const Tensor sparse = random_tensor<bool>(DType::Bool, {2, 3, 4}, -0.2, 0.6, 31);
+  const Tensor dense = random_tensor<bool>(DType::Bool, {2, 3, 4}, 0.4, 1.2, 32);
+  for (const std::string op : {"ReduceMax", "ReduceMin"})
+    for (const Tensor* x : {&sparse, &dense})
+      for (const Case& c : all_cases(op, 20, 3)) check_case<bool>(c, *x, 0);
+}
+
 TEST(Reduce, NoopWithEmptyAxesReducesNothing) {
   const Tensor x = random_tensor<float>(DType::Float32, {3, 4}, 0.1, 2, 21);
   for (const std::string& op : kAllOps) {

@@ -21,14 +21,15 @@ double source_x(const Options& o, int64_t i, int64_t in, int64_t out, double sca
   const double x = static_cast<double>(i);
   if (o.coord == "half_pixel") return (x + 0.5) / scale - 0.5;
   if (o.coord == "asymmetric") return x / scale;
-  if (o.coord == "align_corners") return out == 1 ? 0 : x * (in - 1) / (out - 1);
+  const double len = scale * in;  // the ONNX reference's unrounded output length
+  if (o.coord == "align_corners") return len == 1 ? 0 : x * (in - 1) / (len - 1);
   if (o.coord == "pytorch_half_pixel") return out > 1 ? (x + 0.5) / scale - 0.5 : 0;
   if (o.coord == "half_pixel_symmetric") {
     const double adjustment = out / (scale * in), center = in / 2.0;
     return center * (1 - adjustment) + (x + 0.5) / scale - 0.5;
   }
   const double s = o.roi[d], e = o.roi[rank + d];  // tf_crop_and_resize
-  return out > 1 ? s * (in - 1) + x * (e - s) * (in - 1) / (out - 1) : 0.5 * (s + e) * (in - 1);
+  return len != 1 ? s * (in - 1) + x * (e - s) * (in - 1) / (len - 1) : 0.5 * (s + e) * (in - 1);
 }
 
 std::vector<double> coefficients(const Options& o, double ratio, bool integer) {
@@ -224,12 +225,15 @@ TEST(Resize, MatchesOnnxRuntimeOnFixedCases) {
                        5.126158237f, 6.5f, 7.873844147f, 7.862160206f, 9.236000061f, 10.609846115f,
                        9.510163307f, 10.884004593f, 12.257848740f}, {1, 1, 5, 3}),
                1e-4f);
+  // align_corners with scales: ONNX Runtime divides by the integer output length
+  // (rows 0, 2/3, 4/3, 2); the ONNX reference, and the conformance cases, by the
+  // unrounded 3 * 1.5 = 4.5 (rows 0, 4/7, 8/7, 12/7). We follow the reference.
   const Tensor scales = floats({1, 1, 1.5f, 0.75f});
   const Node corners = resize_node(Options{.mode = "linear", .coord = "align_corners"}, 3, {true, false, true});
-  expect_close(run(corners, 13, {&x, nullptr, &scales})[0],
-               floats({1, 2.5f, 4, 3.6666667f, 5.1666667f, 6.6666667f, 6.3333333f, 7.8333333f, 9.3333333f,
-                       9, 10.5f, 12}, {1, 1, 4, 3}),
-               1e-5f);
+  std::vector<float> want;
+  for (int r = 0; r < 4; ++r)
+    for (int c = 0; c < 3; ++c) want.push_back(static_cast<float>(1 + 4 * (r * 4 / 7.0) + c * 1.5));
+  expect_close(run(corners, 13, {&x, nullptr, &scales})[0], floats(want, {1, 1, 4, 3}), 1e-5f);
   const Tensor down_up = floats({1, 1, 0.7f, 1.6f});
   const Node ceil = resize_node(Options{.coord = "asymmetric", .nearest = "ceil"}, 3, {true, false, true});
   expect_close(run(ceil, 13, {&x, nullptr, &down_up})[0],

@@ -1,5 +1,6 @@
 // Shape, Size, ConstantOfShape, Range and Constant against values written out by hand
 // or computed with plain loops.
+#include "ops/cpu/float16.h"
 #include "test_movement_util.h"
 
 #include <cmath>
@@ -81,6 +82,40 @@ TEST(ShapeOps, RangeFloatIsStartPlusIDelta) {
   const int64_t n = static_cast<int64_t>(std::ceil((-2.0 - 1.5) / -0.75));
   ASSERT_EQ(out.numel(), n);
   for (int64_t i = 0; i < n; ++i) EXPECT_FLOAT_EQ(out.data_as<float>()[i], 1.5f + i * -0.75f);
+}
+
+// float16/bfloat16 Range computes start + i * delta in the stash type (float by
+// default, double with stash_type 11) and rounds each element once.
+template <class T>
+void check_low_precision_range(DType dtype, int64_t stash_type) {
+  const float start = 1000.f, limit = 1100.f, delta = 1.f;  // past 2048 / 256 steps of 1 lose bits
+  auto scalar = [dtype](float v) {
+    Tensor t(dtype, {});
+    *t.data_as<T>() = T(v);
+    return t;
+  };
+  const Tensor a = scalar(start), b = scalar(limit), c = scalar(delta);
+  Node node = make_node("Range", 3);
+  if (stash_type) node.attributes.set_int("stash_type", stash_type);
+  const Tensor out = run(node, 27, {&a, &b, &c})[0];
+  ASSERT_EQ(out.dtype(), dtype);
+  const float s = float(*a.data_as<T>()), l = float(*b.data_as<T>()), d = float(*c.data_as<T>());
+  const int64_t n = static_cast<int64_t>(std::ceil((l - s) / d));
+  ASSERT_EQ(out.numel(), n);
+  for (int64_t i = 0; i < n; ++i)
+    EXPECT_EQ(out.data_as<T>()[i].bits, T(static_cast<double>(s) + static_cast<double>(i) * d).bits) << i;
+}
+
+TEST(ShapeOps, RangeFloat16AndBFloat16) {
+  check_low_precision_range<Float16>(DType::Float16, 0);
+  check_low_precision_range<Float16>(DType::Float16, 11);
+  check_low_precision_range<BFloat16>(DType::BFloat16, 0);
+  check_low_precision_range<BFloat16>(DType::BFloat16, 1);
+  Tensor one(DType::Float16, {});
+  *one.data_as<Float16>() = Float16(1.f);
+  Node node = make_node("Range", 3);
+  node.attributes.set_int("stash_type", 10);
+  expect_error(node, "stash_type", [&] { run(node, 27, {&one, &one, &one}); });
 }
 
 TEST(ShapeOps, ConstantFromEveryAttributeForm) {

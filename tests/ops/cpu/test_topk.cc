@@ -110,6 +110,10 @@ TEST(TopK, OtherDtypesAndOpsets) {
   check_topk<double>(xd, {5, -1, true, true, 10}); // K input, no largest/sorted yet
   check_topk<int32_t>(xi, {3, 0, false, true, 11});
   check_topk<int64_t>(xl, {17, 0, true, true, 24});
+  // Negative draws wrap to values above 2^63: an unsigned order differs from a signed one.
+  const Tensor xu = random_ties<uint64_t>(DType::UInt64, {5, 9}, 7);
+  check_topk<uint64_t>(xu, {4, 1, true, true, 24});
+  check_topk<uint64_t>(xu, {3, 0, false, true, 24});
 }
 
 TEST(TopK, SeveralThreadsEachUseTheirOwnScratch) {
