@@ -1,6 +1,7 @@
 // Schemas of the elementwise math ops and activations: the output has the input's
 // dtype, and the (numpy-broadcast) shape of the inputs.
 #include "graph/schema.h"
+#include "graph/schemas/legacy_broadcast.h"
 
 #include <ember/error.h>
 
@@ -8,11 +9,6 @@
 
 namespace ember {
 
-// Opsets 1-6 of Add/Sub/Mul/Div/Pow broadcast only with broadcast=1, and then B to A
-// starting at `axis` (suffix-aligned when absent); PRelu 1-6 took a slope per channel
-// (dim 1). Returns B's shape padded with 1s to A's rank, so that numpy broadcasting
-// does the rest; B's shape itself when no legacy rule applies. Shared with the
-// kernels (binary.cc, activation.cc), which build their plan from it.
 Shape legacy_operand_shape(const Node& node, int64_t opset, const Shape& a, const Shape& b) {
   if (opset >= 7 || b.size() >= a.size()) return b;
   int64_t axis = static_cast<int64_t>(a.size() - b.size());

@@ -1,5 +1,6 @@
 // Activations on the CPU (Relu, Sigmoid, Gelu, Clip, PRelu, ...), and the in-place
 // activation epilogue other float kernels call through apply_activation.
+#include "graph/schemas/legacy_broadcast.h"
 #include "ops/cpu/elementwise.h"
 #include "ops/registry.h"
 
@@ -7,9 +8,6 @@
 #include <limits>
 
 namespace ember {
-
-// graph/schemas/elementwise.cc: B's shape under the broadcast rules of opsets 1-6.
-Shape legacy_operand_shape(const Node& node, int64_t opset, const Shape& a, const Shape& b);
 
 namespace {
 

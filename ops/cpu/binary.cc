@@ -1,5 +1,6 @@
 // Binary arithmetic with numpy broadcasting (Add, Sub, Mul, Div, Pow, Mod, BitShift,
 // Bitwise*) and the variadic Max, Min, Sum, Mean, on the elementwise driver.
+#include "graph/schemas/legacy_broadcast.h"
 #include "ops/cpu/elementwise.h"
 #include "ops/registry.h"
 
@@ -8,9 +9,6 @@
 #include <vector>
 
 namespace ember {
-
-// graph/schemas/elementwise.cc: B's shape under the broadcast rules of opsets 1-6.
-Shape legacy_operand_shape(const Node& node, int64_t opset, const Shape& a, const Shape& b);
 
 namespace {
 

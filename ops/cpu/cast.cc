@@ -1,13 +1,10 @@
 // Cast and CastLike between float32/64, float16, bfloat16, the integer types and bool;
 // the float8, 4-bit and float4 types are in cast_small_floats.cc.
 #include "ops/cpu/elementwise.h"
+#include "ops/cpu/cast_small_floats.h"
 #include "ops/registry.h"
 
 namespace ember {
-
-// cast_small_floats.cc
-bool is_small_cast_type(DType d);
-std::unique_ptr<Kernel> make_small_cast(KernelInit& init, std::string* why_not, DType from, DType to);
 
 namespace {
 

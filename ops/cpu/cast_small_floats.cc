@@ -3,6 +3,7 @@
 // for all the small types) plus, for integer sources, an int64 so that casts to the
 // 4-bit integers wrap as ONNX's fixed-point rule says. The encodings themselves are
 // the quantization ones in quant_util.h.
+#include "ops/cpu/cast_small_floats.h"
 #include "ops/cpu/elementwise.h"
 #include "ops/cpu/quant_util.h"
 #include "ops/registry.h"
