@@ -73,13 +73,13 @@ int field_size(const onnx::TensorProto& p, Field field) {
   return 0;
 }
 
-bool is_packed4(DType dtype) { return dtype_bits(dtype) == 4; }
+bool is_packed(DType dtype) { return dtype_bits(dtype) < 8; }
 
 // How many entries of the typed field `numel` elements take: complex numbers take two,
-// 4-bit types are stored one packed byte (two elements) per int32.
+// 4-bit and 2-bit types are stored one packed byte (two or four elements) per int32.
 int64_t field_count(DType dtype, int64_t numel) {
   if (dtype == DType::Complex64 || dtype == DType::Complex128) return 2 * numel;
-  if (is_packed4(dtype)) return (numel + 1) / 2;
+  if (is_packed(dtype)) return static_cast<int64_t>(dtype_bytes(dtype, numel));
   return numel;
 }
 
@@ -94,7 +94,7 @@ void copy_int32_field(const onnx::TensorProto& p, DType dtype, void* dst) {
   switch (dtype_bits(dtype)) {
     case 32: narrow_into<int32_t>(p.int32_data(), dst); break;
     case 16: narrow_into<uint16_t>(p.int32_data(), dst); break;
-    default: narrow_into<uint8_t>(p.int32_data(), dst); break;  // 8-bit and packed 4-bit
+    default: narrow_into<uint8_t>(p.int32_data(), dst); break;  // 8-bit and packed 4/2-bit
   }
 }
 
@@ -159,7 +159,7 @@ Tensor decode_data(const onnx::TensorProto& p, DType dtype, Shape shape, const s
 }  // namespace
 
 DType dtype_from_onnx(int32_t data_type) {
-  if (data_type <= 0 || data_type > static_cast<int32_t>(DType::Float8E8M0))
+  if (data_type <= 0 || data_type > static_cast<int32_t>(DType::Int2))
     throw Error("data type " + std::to_string(data_type) + " is not supported" +
                 (data_type == 0 ? " (undefined)" : ""));
   return static_cast<DType>(data_type);
@@ -187,7 +187,7 @@ Tensor tensor_from_sparse_proto(const onnx::SparseTensorProto& sp, const std::st
   Tensor values = tensor_from_proto(sp.values(), base_dir);
   Tensor indices = tensor_from_proto(sp.indices(), base_dir);
   const DType dtype = values.dtype();
-  if (is_packed4(dtype)) throw Error(what + ": sparse 4-bit tensors are not supported");
+  if (is_packed(dtype)) throw Error(what + ": sparse " + dtype_name(dtype) + " tensors are not supported");
   if (values.rank() != 1) throw Error(what + ": values must be 1-D, got " + shape_to_string(values.shape()));
   const int64_t nnz = values.numel();
   const int64_t rank = static_cast<int64_t>(shape.size());

@@ -32,6 +32,8 @@ int dtype_bits(DType dtype) {
     case DType::UInt4:
     case DType::Int4:
     case DType::Float4E2M1: return 4;
+    case DType::UInt2:
+    case DType::Int2: return 2;
     case DType::String:
     case DType::Undefined: return 0;
   }
@@ -65,6 +67,8 @@ const char* dtype_name(DType dtype) {
     case DType::Int4: return "int4";
     case DType::Float4E2M1: return "float4e2m1";
     case DType::Float8E8M0: return "float8e8m0";
+    case DType::UInt2: return "uint2";
+    case DType::Int2: return "int2";
   }
   return "unknown";
 }

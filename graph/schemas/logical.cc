@@ -35,7 +35,7 @@ std::vector<TensorType> infer_where(const InferContext& ctx) {
 
 std::vector<TensorType> infer_cast(const InferContext& ctx) {
   const int64_t to = ctx.node.attributes.get_int("to");
-  if (to <= 0 || to > static_cast<int64_t>(DType::Float8E8M0))
+  if (to <= 0 || to > static_cast<int64_t>(DType::Int2))
     ctx.fail("attribute 'to' = " + std::to_string(to) + " is not a known data type");
   return {{static_cast<DType>(to), ctx.input(0).shape}};
 }

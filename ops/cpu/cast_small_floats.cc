@@ -1,7 +1,7 @@
 // Cast and CastLike where the input or the output is a float8 type, Float8E8M0, a
-// packed 4-bit integer or Float4E2M1. Every element goes through a double (exact
+// packed 4-bit or 2-bit integer or Float4E2M1. Every element goes through a double (exact
 // for all the small types) plus, for integer sources, an int64 so that casts to the
-// 4-bit integers wrap as ONNX's fixed-point rule says. The encodings themselves are
+// 4-bit and 2-bit integers wrap as ONNX's fixed-point rule says. The encodings themselves are
 // the quantization ones in quant_util.h.
 #include "ops/cpu/cast_small_floats.h"
 #include "ops/cpu/elementwise.h"
@@ -68,6 +68,10 @@ void write_int4(void* data, int64_t i, const Element& x, const CastOptions&) {
   write_nibble(data, i, static_cast<uint32_t>(x.integer) & 0xf);
 }
 
+void write_int2(void* data, int64_t i, const Element& x, const CastOptions&) {
+  store_crumb(data, i, static_cast<uint32_t>(x.integer) & 3u);
+}
+
 // E2M1 has neither Inf nor NaN: out-of-range values saturate whatever `saturate`
 // says, and NaN (undefined in ONNX) becomes zero as in ONNX's reference.
 void write_float4(void* data, int64_t i, const Element& x, const CastOptions&) {
@@ -101,6 +105,8 @@ Reader reader_for(DType d) {
     case DType::Float4E2M1: return read_small<DType::Float4E2M1>;
     case DType::Int4: return read_small<DType::Int4>;
     case DType::UInt4: return read_small<DType::UInt4>;
+    case DType::Int2: return read_small<DType::Int2>;
+    case DType::UInt2: return read_small<DType::UInt2>;
     default: break;
   }
   Reader reader = nullptr;
@@ -118,6 +124,8 @@ Writer writer_for(DType d) {
     case DType::Float4E2M1: return write_float4;
     case DType::Int4:
     case DType::UInt4: return write_int4;
+    case DType::Int2:
+    case DType::UInt2: return write_int2;
     default: break;
   }
   Writer writer = nullptr;
@@ -130,13 +138,13 @@ class SmallCastKernel final : public Kernel {
   SmallCastKernel(Reader reader, Writer writer, CastOptions options)
       : read_(reader), write_(writer), options_(options) {}
 
-  // Threads take whole pairs of elements so that no two write the same packed byte.
+  // Threads take whole groups of four elements so that no two write the same packed byte.
   void run(const RunArgs& args) const override {
     const void* x = args.inputs[0]->data();
     void* y = args.outputs[0]->data();
     const int64_t n = args.outputs[0]->numel();
-    parallel_for((n + 1) / 2, 8, [&](int64_t begin, int64_t end) {
-      for (int64_t i = 2 * begin; i < std::min(2 * end, n); ++i) write_(y, i, read_(x, i), options_);
+    parallel_for((n + 3) / 4, 16, [&](int64_t begin, int64_t end) {
+      for (int64_t i = 4 * begin; i < std::min(4 * end, n); ++i) write_(y, i, read_(x, i), options_);
     });
   }
 
@@ -157,7 +165,8 @@ RoundMode parse_round_mode(KernelInit& init) {
 }  // namespace
 
 bool is_small_cast_type(DType d) {
-  return minifloat_of(d) != nullptr || d == DType::Float8E8M0 || d == DType::Int4 || d == DType::UInt4;
+  return minifloat_of(d) != nullptr || d == DType::Float8E8M0 || d == DType::Int4 || d == DType::UInt4 ||
+         d == DType::Int2 || d == DType::UInt2;
 }
 
 // Called by Cast's and CastLike's factories (cast.cc) when either side is a small type.
@@ -168,7 +177,8 @@ std::unique_ptr<Kernel> make_small_cast(KernelInit& init, std::string* why_not, 
     *why_not = std::string("Cast from ") + dtype_name(from) + " to " + dtype_name(to) + " is not supported";
     return nullptr;
   }
-  const bool integer_source = from == DType::Int4 || from == DType::UInt4 || from == DType::Bool ||
+  const bool integer_source = from == DType::Int4 || from == DType::UInt4 || from == DType::Int2 ||
+                              from == DType::UInt2 || from == DType::Bool ||
                               dispatch(IntTypes{}, from, [](auto) {});
   const CastOptions options{init.node.attributes.get_int_or("saturate", 1) != 0, parse_round_mode(init),
                             integer_source};

@@ -108,6 +108,19 @@ inline uint32_t nibble_at(const void* data, int64_t i) {
   return (i & 1) ? byte >> 4 : byte & 0xf;
 }
 
+// The 2-bit types hold four elements per byte, the first in the lowest bits.
+inline uint32_t crumb_at(const void* data, int64_t i) {
+  return (static_cast<const uint8_t*>(data)[i >> 2] >> (2 * (i & 3))) & 3u;
+}
+
+// Writes a 2-bit element; element 4k rewrites its byte whole (see store_quantized).
+inline void store_crumb(void* data, int64_t i, uint32_t crumb) {
+  uint8_t& byte = static_cast<uint8_t*>(data)[i >> 2];
+  const int shift = static_cast<int>(2 * (i & 3));
+  byte = shift == 0 ? static_cast<uint8_t>(crumb & 3u)
+                    : static_cast<uint8_t>((byte & ~(3u << shift)) | ((crumb & 3u) << shift));
+}
+
 // Element i of `data` (of dtype d) as double. Integer types are exact.
 inline double load_element(DType d, const void* data, int64_t i) {
   switch (d) {
@@ -124,6 +137,8 @@ inline double load_element(DType d, const void* data, int64_t i) {
     case DType::UInt4: return nibble_at(data, i);
     case DType::Int4: return static_cast<int>(nibble_at(data, i) ^ 8u) - 8;
     case DType::Float4E2M1: return decode_minifloat(kE2M1, nibble_at(data, i));
+    case DType::UInt2: return crumb_at(data, i);
+    case DType::Int2: return static_cast<int>(crumb_at(data, i) ^ 2u) - 2;
     case DType::Float8E8M0: return decode_e8m0(static_cast<const uint8_t*>(data)[i]);
     default: return decode_minifloat(*minifloat_of(d), static_cast<const uint8_t*>(data)[i]);
   }
@@ -138,13 +153,16 @@ inline bool integer_range(DType d, double* lo, double* hi) {
     case DType::UInt16: *lo = 0, *hi = 65535; return true;
     case DType::Int4: *lo = -8, *hi = 7; return true;
     case DType::UInt4: *lo = 0, *hi = 15; return true;
+    case DType::Int2: *lo = -2, *hi = 1; return true;
+    case DType::UInt2: *lo = 0, *hi = 3; return true;
     default: return false;
   }
 }
 
 // Writes element i of a quantized tensor. `v` is already rounded and saturated for
 // the integer types; float types are encoded here. A packed byte is rewritten whole
-// from its even element, so chunks handled by different threads must start at even i.
+// from its first element, so chunks handled by different threads must start at
+// multiples of 4 (which covers both the 4-bit and the 2-bit types).
 inline void store_quantized(DType d, void* data, int64_t i, double v, bool saturate) {
   switch (d) {
     case DType::Int8: static_cast<int8_t*>(data)[i] = static_cast<int8_t>(v); return;
@@ -160,6 +178,8 @@ inline void store_quantized(DType d, void* data, int64_t i, double v, bool satur
       byte = (i & 1) ? static_cast<uint8_t>((byte & 0x0f) | (nib << 4)) : static_cast<uint8_t>(nib);
       return;
     }
+    case DType::Int2:
+    case DType::UInt2: store_crumb(data, i, static_cast<uint32_t>(static_cast<int>(v))); return;
     default:
       static_cast<uint8_t*>(data)[i] = encode_minifloat(*minifloat_of(d), v, saturate);
   }

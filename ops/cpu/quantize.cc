@@ -74,10 +74,10 @@ void load_params(const QuantLayout& l, const RunArgs& args, double* scales, doub
   }
 }
 
-// Runs body(begin, end) over [0, n) in parallel, with chunks that start at even
-// indices so no two threads write the same packed 4-bit byte.
-template <class Body> void for_pairs(int64_t n, int64_t cost, const Body& body) {
-  parallel_for((n + 1) / 2, 2 * cost, [&](int64_t b, int64_t e) { body(2 * b, std::min(n, 2 * e)); });
+// Runs body(begin, end) over [0, n) in parallel, with chunks that start at multiples
+// of 4 so no two threads write the same packed 4-bit or 2-bit byte.
+template <class Body> void for_quads(int64_t n, int64_t cost, const Body& body) {
+  parallel_for((n + 3) / 4, 4 * cost, [&](int64_t b, int64_t e) { body(4 * b, std::min(n, 4 * e)); });
 }
 
 bool is_quantized_output(DType d) {
@@ -98,7 +98,7 @@ class QuantizeKernel final : public Kernel {
     load_params(l_, args, scales, zero_points);
     const Tensor& x = *args.inputs[0];
     void* y = args.outputs[0]->data();
-    for_pairs(l_.n, 20, [&](int64_t begin, int64_t end) {
+    for_quads(l_.n, 20, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
         const int64_t k = l_.scale_index(i);
         double xv = load_element(x.dtype(), x.data(), i), s = scales[k];
@@ -161,7 +161,7 @@ class DequantizeKernel final : public Kernel {
     load_params(l_, args, scales, zero_points);
     const Tensor& x = *args.inputs[0];
     Tensor& y = *args.outputs[0];
-    for_pairs(l_.n, 10, [&](int64_t begin, int64_t end) {
+    for_quads(l_.n, 10, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
         const int64_t k = l_.scale_index(i);
         store_float(y.dtype(), y.data(), i, (load_element(x.dtype(), x.data(), i) - zero_points[k]) * scales[k]);

@@ -36,9 +36,11 @@ enum class DType : int32_t {
   Int4 = 22,
   Float4E2M1 = 23,
   Float8E8M0 = 24,
+  UInt2 = 25,
+  Int2 = 26,
 };
 
-// Size of one element in bits (4 for the packed 4-bit types, 0 for String/Undefined).
+// Size of one element in bits (4 or 2 for the packed types, 0 for String/Undefined).
 int dtype_bits(DType dtype);
 // "float32", "int64", ... as numpy names them.
 const char* dtype_name(DType dtype);
