@@ -66,6 +66,11 @@ std::vector<Case> cases() {
   const std::vector<uint8_t> packed = {0xF1, 0x07};
   for (DType d : {DType::Int4, DType::UInt4, DType::Float4E2M1})
     c.push_back({d, {3}, bytes_of(packed), [=](TP& t) { for (auto v : packed) t.add_int32_data(v); }});
+  // 2-bit types: four per byte, lowest bits first; elements 2, 3, 0, 1, 1 -> 0x4E 0x01
+  // (onnx.helper.make_tensor packs int2 [-2, -1, 0, 1, 1] into int32_data 78, 1).
+  const std::vector<uint8_t> packed2 = {0x4E, 0x01};
+  for (DType d : {DType::Int2, DType::UInt2})
+    c.push_back({d, {5}, bytes_of(packed2), [=](TP& t) { for (auto v : packed2) t.add_int32_data(v); }});
   return c;
 }
 
@@ -177,8 +182,8 @@ TEST(TensorProto, HostileDimsAreRefusedBeforeAllocating) {
 
 TEST(TensorProto, UnknownAndMissingDataTypesAreErrors) {
   TP t = float_tensor("w", {1}, {1});
-  t.set_data_type(25);  // int2, newer than ember
-  EXPECT_NE(error_of([&] { tensor_from_proto(t, ""); }).find("data type 25 is not supported"), std::string::npos);
+  t.set_data_type(27);  // newer than ember
+  EXPECT_NE(error_of([&] { tensor_from_proto(t, ""); }).find("data type 27 is not supported"), std::string::npos);
   t.clear_data_type();
   EXPECT_NE(error_of([&] { tensor_from_proto(t, ""); }).find("no data type"), std::string::npos);
 }
