@@ -24,6 +24,9 @@ struct KernelInit {
   std::vector<const Tensor*> values;   // input values known at plan time, else nullptr
   std::vector<TensorType> outputs;     // as inferred by the schema
   int num_threads = 1;                 // the session's intra-op threads
+  // The device's plan-time context (cuda::StreamContext* on CUDA: the stream and
+  // library handles to pick algorithms with); nullptr on the host.
+  const void* device_context = nullptr;
 
   // Set by the kernel's factory: scratch bytes its run needs (given in RunArgs).
   size_t workspace_bytes = 0;
@@ -36,7 +39,8 @@ struct RunArgs {
   std::span<Tensor* const> outputs;       // preallocated, shapes already set
   void* workspace = nullptr;              // workspace_bytes, 64-byte aligned
   int num_threads = 1;
-  void* stream = nullptr;                 // the device stream (cudaStream_t) on CUDA
+  // The run context's device stream (cuda::StreamContext* on CUDA); nullptr on the host.
+  void* stream = nullptr;
   // Values by name visible to subgraphs (If/Loop/Scan bodies read the enclosing
   // scope); set when the node runs eagerly, else nullptr.
   const std::unordered_map<std::string, Tensor>* scope = nullptr;

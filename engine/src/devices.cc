@@ -3,7 +3,7 @@
 #ifdef EMBER_WITH_CUDA
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
-#ifdef EMBER_WITH_CUDNN
+#ifdef EMBER_WITH_CUDA
 #include <cudnn.h>
 #endif
 #endif
@@ -37,7 +37,7 @@ GpuReport list_gpus() {
     return report;
   }
   report.driver_version = version_string(driver);
-#ifdef EMBER_WITH_CUDNN
+#ifdef EMBER_WITH_CUDA
   const size_t cudnn = cudnnGetVersion();
   report.cudnn_version = std::to_string(cudnn / 10000) + "." + std::to_string((cudnn % 10000) / 100) +
                          "." + std::to_string(cudnn % 100);

@@ -1,0 +1,64 @@
+// What every CUDA kernel shares: the stream context it runs on, status checks that
+// turn CUDA, cuBLAS and cuDNN failures into ember::Error, and launch-size helpers.
+// Host code (ops/cuda/*.cc) includes this; device code includes cuda_math.cuh.
+#pragma once
+
+#include "ops/kernel.h"
+
+#include <cublasLt.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <cudnn.h>
+
+#include <cstdint>
+#include <string>
+
+namespace ember::cuda {
+
+// A stream and the library handles bound to it. The backend makes one per run context
+// (RunArgs::stream points at it during a run) and one for planning
+// (KernelInit::device_context), so kernels never share a handle across threads.
+struct StreamContext {
+  int device = 0;
+  cudaStream_t stream = nullptr;
+  cublasLtHandle_t blaslt = nullptr;
+  cudnnHandle_t cudnn = nullptr;
+  int sm_count = 0;
+  int compute_major = 0, compute_minor = 0;
+  size_t shared_memory_per_block = 0;  // opt-in maximum, bytes
+};
+
+// Creates the stream and handles on `device` (raises ember::Error, e.g. out of memory).
+StreamContext* create_stream_context(int device);
+void destroy_stream_context(StreamContext* context);
+
+inline const StreamContext& stream_context(const RunArgs& args) {
+  return *static_cast<const StreamContext*>(args.stream);
+}
+inline const StreamContext& stream_context(const KernelInit& init) {
+  return *static_cast<const StreamContext*>(init.device_context);
+}
+
+// Raise ember::Error("<what>: <library message>") unless the call succeeded.
+void check(cudaError_t status, const char* what);
+void check(cublasStatus_t status, const char* what);
+void check(cudnnStatus_t status, const char* what);
+// After a kernel launch: raises if the launch itself failed (bad configuration).
+void check_launch(const char* what);
+
+// Blocks for a grid-stride loop over n elements (kernels loop, so the grid stays small).
+inline unsigned blocks_for(int64_t n, unsigned threads = 256) {
+  const int64_t blocks = (n + threads - 1) / threads;
+  return static_cast<unsigned>(blocks < 1 ? 1 : blocks > 65535 * 8 ? 65535 * 8 : blocks);
+}
+
+// Calls f(T{}) with T = float or __half for those dtypes; false for any other dtype.
+template <class F> bool dispatch_float(DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::Float32: f(float{}); return true;
+    case DType::Float16: f(__half{}); return true;
+    default: return false;
+  }
+}
+
+}  // namespace ember::cuda

@@ -1,0 +1,206 @@
+#include "cuda_harness.h"
+
+#include "ops/cuda/cuda_common.h"
+#include "ops/evaluate.h"
+#include "ops/registry.h"
+
+#include <ember/devices.h>
+#include <ember/error.h>
+
+#include <cmath>
+#include <sstream>
+
+namespace ember::test {
+
+std::string why_no_gpu() {
+  static const std::string why = [] {
+    const GpuReport report = list_gpus();
+    if (!report.problem.empty()) return "no GPU: " + report.problem;
+    return std::string();
+  }();
+  return why;
+}
+
+Node make_node(const std::string& op, size_t num_inputs, size_t num_outputs, Attributes attrs,
+               const std::string& domain) {
+  Node node;
+  node.name = "n_" + op;
+  node.op_type = op;
+  node.domain = domain;
+  for (size_t i = 0; i < num_inputs; ++i) node.inputs.push_back("x" + std::to_string(i));
+  for (size_t i = 0; i < num_outputs; ++i) node.outputs.push_back("y" + std::to_string(i));
+  node.attributes = std::move(attrs);
+  return node;
+}
+
+Tensor cast_to(const Tensor& t, DType dtype) {
+  if (t.dtype() == dtype) return t;
+  Node cast = make_node("Cast", 1);
+  cast.attributes.set_int("to", static_cast<int64_t>(dtype));
+  return evaluate_node(cast, 21, {&t})[0];
+}
+
+Tensor random_tensor(DType dtype, const Shape& shape, double lo, double hi, std::mt19937& rng) {
+  Tensor wide(DType::Float64, shape);
+  std::uniform_real_distribution<double> real(lo, hi);
+  const bool integral = dtype != DType::Float32 && dtype != DType::Float16 && dtype != DType::Float64 &&
+                        dtype != DType::BFloat16;
+  for (int64_t i = 0; i < wide.numel(); ++i) {
+    double v = real(rng);
+    if (dtype == DType::Bool) v = rng() & 1;
+    else if (integral) v = std::round(v);
+    wide.data_as<double>()[i] = v;
+  }
+  return cast_to(wide, dtype);
+}
+
+namespace {
+
+using cuda::check;
+
+// Device memory that frees itself.
+struct DeviceBuffer {
+  void* data = nullptr;
+  explicit DeviceBuffer(size_t bytes) { check(cudaMalloc(&data, bytes ? bytes : 1), "cudaMalloc in a test"); }
+  ~DeviceBuffer() { cudaFree(data); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+};
+
+struct ContextDeleter {
+  void operator()(cuda::StreamContext* c) const { cuda::destroy_stream_context(c); }
+};
+
+cuda::StreamContext& shared_context() {
+  static std::unique_ptr<cuda::StreamContext, ContextDeleter> context(cuda::create_stream_context(0));
+  return *context;
+}
+
+}  // namespace
+
+std::vector<Tensor> run_on_cuda(const Node& node, int64_t opset, const std::vector<const Tensor*>& inputs,
+                                const std::vector<int>& plan_time_inputs) {
+  cuda::StreamContext& context = shared_context();
+  check(cudaSetDevice(context.device), "cudaSetDevice");
+  std::vector<TensorType> types;
+  std::vector<const Tensor*> known(inputs.size(), nullptr);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    types.push_back(inputs[i] ? TensorType{inputs[i]->dtype(), inputs[i]->shape()} : TensorType{});
+  }
+  for (int i : plan_time_inputs) known[static_cast<size_t>(i)] = inputs[static_cast<size_t>(i)];
+  const std::vector<TensorType> out_types = infer_node(node, opset, types, known);
+
+  const Device device{DeviceKind::Cuda, context.device};
+  std::string reasons;
+  std::unique_ptr<Kernel> kernel;
+  const KernelEntry* chosen = nullptr;
+  size_t workspace_bytes = 0;
+  for (const KernelEntry* entry : find_kernels(node.domain, node.op_type, opset, DeviceKind::Cuda)) {
+    KernelInit init{node, opset, device, types, known, out_types};
+    init.device_context = &context;
+    std::string why;
+    kernel = entry->factory(init, &why);
+    if (kernel) {
+      chosen = entry;
+      workspace_bytes = init.workspace_bytes;
+      break;
+    }
+    reasons += why + "; ";
+  }
+  if (!kernel) {
+    ADD_FAILURE() << node.label() << ": no CUDA kernel takes it at opset " << opset << " (" << reasons << ")";
+    return {};
+  }
+
+  std::vector<std::unique_ptr<DeviceBuffer>> buffers;
+  std::vector<Tensor> device_inputs, device_outputs;
+  device_inputs.reserve(inputs.size());
+  for (const Tensor* in : inputs) {
+    if (!in) {
+      device_inputs.emplace_back();
+      continue;
+    }
+    buffers.push_back(std::make_unique<DeviceBuffer>(in->nbytes()));
+    check(cudaMemcpy(buffers.back()->data, in->data(), in->nbytes(), cudaMemcpyHostToDevice), "upload");
+    device_inputs.push_back(Tensor::view(in->dtype(), in->shape(), buffers.back()->data, device));
+  }
+  device_outputs.reserve(out_types.size());
+  for (const TensorType& t : out_types) {
+    const size_t bytes = t.present() ? dtype_bytes(t.dtype, shape_numel(t.shape)) : 0;
+    buffers.push_back(std::make_unique<DeviceBuffer>(bytes));
+    // A pattern, not zeros: an output the kernel forgets to write must not pass.
+    check(cudaMemset(buffers.back()->data, 0x7f, bytes), "cudaMemset");
+    device_outputs.push_back(Tensor::view(t.dtype, t.shape, buffers.back()->data, device));
+  }
+  if (chosen->flags.output_aliases_input0) {  // the planner never runs these: bytes are shared
+    check(cudaMemcpy(device_outputs[0].data(), device_inputs[0].data(), inputs[0]->nbytes(),
+                     cudaMemcpyDeviceToDevice), "alias copy");
+  } else {
+    DeviceBuffer workspace(workspace_bytes);
+    std::vector<const Tensor*> in_ptrs;
+    std::vector<Tensor*> out_ptrs;
+    for (size_t i = 0; i < inputs.size(); ++i) in_ptrs.push_back(inputs[i] ? &device_inputs[i] : nullptr);
+    for (Tensor& t : device_outputs) out_ptrs.push_back(&t);
+    RunArgs args{in_ptrs, out_ptrs, workspace_bytes ? workspace.data : nullptr, 1, &context};
+    kernel->run(args);
+    check(cudaStreamSynchronize(context.stream), (node.label() + " on the GPU").c_str());
+  }
+  std::vector<Tensor> outputs;
+  for (size_t i = 0; i < out_types.size(); ++i) {
+    if (!out_types[i].present()) {
+      outputs.emplace_back();
+      continue;
+    }
+    Tensor host(out_types[i].dtype, out_types[i].shape);
+    check(cudaMemcpy(host.data(), device_outputs[i].data(), host.nbytes(), cudaMemcpyDeviceToHost), "download");
+    outputs.push_back(std::move(host));
+  }
+  return outputs;
+}
+
+std::vector<Tensor> run_on_cpu(const Node& node, int64_t opset, const std::vector<const Tensor*>& inputs) {
+  std::vector<Tensor> widened;
+  widened.reserve(inputs.size());
+  std::vector<const Tensor*> ptrs;
+  for (const Tensor* in : inputs) {
+    if (in && in->dtype() == DType::Float16) {
+      widened.push_back(cast_to(*in, DType::Float32));
+      ptrs.push_back(&widened.back());
+    } else {
+      ptrs.push_back(in);
+    }
+  }
+  return evaluate_node(node, opset, ptrs);
+}
+
+void expect_close(const Tensor& got, const Tensor& want, double rtol, double atol, const std::string& what) {
+  ASSERT_EQ(got.shape(), want.shape()) << what;
+  const Tensor g = cast_to(got, DType::Float64), w = cast_to(want, DType::Float64);
+  int failures = 0;
+  double worst = 0;
+  std::ostringstream first;
+  for (int64_t i = 0; i < g.numel(); ++i) {
+    const double a = g.data_as<double>()[i], b = w.data_as<double>()[i];
+    const bool ok = std::isnan(b) ? std::isnan(a) : std::isinf(b) ? a == b : std::fabs(a - b) <= atol + rtol * std::fabs(b);
+    if (!std::isnan(b) && !std::isinf(b)) worst = std::max(worst, std::fabs(a - b));
+    if (!ok && failures++ < 5) first << "\n  element " << i << " is " << a << ", expected " << b;
+  }
+  if (failures)
+    ADD_FAILURE() << what << ": " << failures << " of " << g.numel() << " elements differ (rtol " << rtol
+                  << ", atol " << atol << "; worst |diff| " << worst << ")" << first.str();
+}
+
+void expect_cuda_matches_cpu(const Node& node, int64_t opset, const std::vector<const Tensor*>& inputs,
+                             double rtol, double atol, const std::vector<int>& plan_time_inputs) {
+  const std::vector<Tensor> want = run_on_cpu(node, opset, inputs);
+  const std::vector<Tensor> got = run_on_cuda(node, opset, inputs, plan_time_inputs);
+  if (got.empty()) return;  // run_on_cuda has failed the test
+  ASSERT_EQ(got.size(), want.size()) << node.label();
+  std::ostringstream what;
+  what << node.label() << " inputs";
+  for (const Tensor* in : inputs) what << " " << (in ? dtype_name(in->dtype()) + shape_to_string(in->shape()) : "-");
+  for (size_t i = 0; i < got.size(); ++i)
+    if (!want[i].empty() && !got[i].empty()) expect_close(got[i], want[i], rtol, atol, what.str() + " output " + std::to_string(i));
+}
+
+}  // namespace ember::test

@@ -1,0 +1,55 @@
+// The harness every CUDA kernel test uses: run one node through its CUDA kernel and
+// through the CPU kernels (the reference), and compare. Tests skip, with the reason
+// printed, on a machine where no GPU can be used.
+#pragma once
+
+#include "graph/graph.h"
+
+#include <ember/tensor.h>
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+namespace ember::test {
+
+// Why CUDA kernels cannot run here; empty when a GPU is usable.
+std::string why_no_gpu();
+
+#define EMBER_REQUIRE_GPU()                                             \
+  do {                                                                 \
+    const std::string ember_why_no_gpu = ::ember::test::why_no_gpu(); \
+    if (!ember_why_no_gpu.empty()) GTEST_SKIP() << ember_why_no_gpu;   \
+  } while (0)
+
+// A node reading x0, x1, ... and writing y0, y1, ...
+Node make_node(const std::string& op, size_t num_inputs, size_t num_outputs = 1, Attributes attrs = {},
+               const std::string& domain = "");
+
+// Uniform random values in [lo, hi] (integers for integer dtypes, 0/1 for bool).
+Tensor random_tensor(DType dtype, const Shape& shape, double lo, double hi, std::mt19937& rng);
+
+// `t` converted to `dtype` on the host (through the CPU Cast kernel).
+Tensor cast_to(const Tensor& t, DType dtype);
+
+// Builds the node's CUDA kernel as the planner would (inputs whose index is in
+// `plan_time_inputs` are visible to the factory, as weights are) and runs it once on
+// device copies of `inputs`. Returns host copies of the outputs; fails the test with
+// the factory's reason when no CUDA kernel takes the node.
+std::vector<Tensor> run_on_cuda(const Node& node, int64_t opset, const std::vector<const Tensor*>& inputs,
+                                const std::vector<int>& plan_time_inputs = {});
+
+// The CPU reference. float16 inputs are widened to float32 first (the reference is
+// the float32 computation on the same half-rounded values), so outputs may be float32.
+std::vector<Tensor> run_on_cpu(const Node& node, int64_t opset, const std::vector<const Tensor*>& inputs);
+
+// |got - want| <= atol + rtol * |want| elementwise (NaN matches NaN, inf matches inf);
+// compares as float64 whatever the dtypes; reports the first few mismatches.
+void expect_close(const Tensor& got, const Tensor& want, double rtol, double atol, const std::string& what);
+
+// run_on_cuda vs run_on_cpu for every output.
+void expect_cuda_matches_cpu(const Node& node, int64_t opset, const std::vector<const Tensor*>& inputs,
+                             double rtol, double atol, const std::vector<int>& plan_time_inputs = {});
+
+}  // namespace ember::test
