@@ -1,33 +1,83 @@
 // A Backend is one device the planner can place nodes on: where its memory comes
 // from, how bytes move to and from the host, and which registry entries are its own.
+// A DeviceStream is one run context's queue of work on that device.
 #pragma once
 
 #include "ops/kernel.h"
 
 #include <ember/tensor.h>
 
+#include <cstddef>
 #include <memory>
 #include <string>
 
 namespace ember {
 
+// A recording of steps that replays them with one launch (a CUDA graph).
+class CapturedSteps {
+ public:
+  virtual ~CapturedSteps() = default;
+  virtual void replay() = 0;
+};
+
+class DeviceStream {
+ public:
+  virtual ~DeviceStream() = default;
+  // What kernels on this device get as RunArgs::stream (nullptr on the host).
+  virtual void* handle() { return nullptr; }
+  // Called by the run's thread before its first step (makes the device current).
+  virtual void begin_run() {}
+  // Waits until every step queued in this run has finished; raises ember::Error if
+  // one of them failed asynchronously.
+  virtual void synchronize() {}
+
+  // Device-side timing, so a profiled run never waits after each node: mark(i)
+  // records point i on the stream, elapsed_ns(i, j) reads it after synchronize().
+  virtual bool has_device_clock() const { return false; }
+  virtual void mark(size_t) {}
+  virtual int64_t elapsed_ns(size_t, size_t) { return 0; }
+
+  // Graph capture: the steps run between begin_capture() and end_capture() are
+  // recorded, not executed; replay() executes them.
+  virtual bool can_capture() const { return false; }
+  virtual void begin_capture() {}
+  virtual std::unique_ptr<CapturedSteps> end_capture() { return nullptr; }
+  virtual void abort_capture() {}
+};
+
+struct MemoryUse {
+  size_t in_use_bytes = 0;  // allocated through the backend now (weights + arenas)
+  size_t peak_bytes = 0;    // the most ever allocated at once
+  size_t weight_bytes = 0;  // of which uploaded weights
+  size_t allocations = 0;   // device allocations made so far (a steady state adds none)
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
   virtual Device device() const = 0;
-  // Memory for arenas and uploaded weights; raise ember::Error naming `what` on failure.
+  // Memory for arenas; raises ember::Error naming `what` and the bytes on failure.
   virtual void* allocate(size_t bytes, const std::string& what) = 0;
   virtual void release(void* p) = 0;
   // A kernel that copies input 0 (on `from`) to output 0 (on `to`); one side is this
-  // backend's device, the other the host.
+  // backend's device.
   virtual std::unique_ptr<Kernel> make_copy(Device from, Device to) = 0;
-  // A copy of a host tensor in this device's memory, made once (weights).
-  virtual Tensor upload(const Tensor& host) = 0;
-  // Called once at the end of a run, before outputs are read (waits for streams).
-  virtual void synchronize() {}
+  // A copy of host tensor `name` in this device's memory, made once (weights).
+  virtual Tensor upload(const Tensor& host, const std::string& name) = 0;
+  // A new stream for one run context.
+  virtual std::unique_ptr<DeviceStream> open_stream() { return std::make_unique<DeviceStream>(); }
+  // What kernel factories get as KernelInit::device_context while a plan is built,
+  // and the call that waits for the plan-time work queued there.
+  virtual const void* plan_context() { return nullptr; }
+  virtual void finish_planning() {}
+  virtual MemoryUse memory_use() const { return {}; }
 };
 
 // The host. Always present, always last in the preference list.
 std::unique_ptr<Backend> make_cpu_backend();
+
+// CUDA device `index` (the caller has checked it exists). Raises ember::Error when
+// this build has no CUDA backend.
+std::unique_ptr<Backend> make_cuda_backend(int index);
 
 }  // namespace ember

@@ -4,6 +4,8 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <unordered_map>
 
 namespace ember {
 
@@ -23,15 +25,46 @@ class CpuBackend final : public Backend {
   void* allocate(size_t bytes, const std::string& what) override {
     void* p = std::aligned_alloc(64, (std::max<size_t>(bytes, 1) + 63) / 64 * 64);
     if (!p) throw Error("out of host memory: " + what + " needs " + std::to_string(bytes) + " bytes");
+    std::lock_guard lock(mutex_);
+    sizes_[p] = bytes;
+    use_.in_use_bytes += bytes;
+    use_.peak_bytes = std::max(use_.peak_bytes, use_.in_use_bytes);
+    ++use_.allocations;
     return p;
   }
-  void release(void* p) override { std::free(p); }
+  void release(void* p) override {
+    {
+      std::lock_guard lock(mutex_);
+      auto it = sizes_.find(p);
+      if (it != sizes_.end()) {
+        use_.in_use_bytes -= it->second;
+        sizes_.erase(it);
+      }
+    }
+    std::free(p);
+  }
+  // Arenas only: host weights stay where the loader put them.
+  MemoryUse memory_use() const override {
+    std::lock_guard lock(mutex_);
+    return use_;
+  }
   std::unique_ptr<Kernel> make_copy(Device, Device) override { return std::make_unique<HostCopy>(); }
-  Tensor upload(const Tensor& host) override { return host; }
+  Tensor upload(const Tensor& host, const std::string&) override { return host; }
+
+ private:
+  mutable std::mutex mutex_;
+  std::unordered_map<void*, size_t> sizes_;
+  MemoryUse use_;
 };
 
 }  // namespace
 
 std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
+
+#ifndef EMBER_WITH_CUDA
+std::unique_ptr<Backend> make_cuda_backend(int) {
+  throw Error("this ember was built without the CUDA backend");
+}
+#endif
 
 }  // namespace ember

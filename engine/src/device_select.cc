@@ -36,7 +36,7 @@ std::vector<std::unique_ptr<Backend>> select_backends(const std::string& device)
     if (index >= static_cast<int>(report.gpus.size()))
       throw Error("device '" + device + "' is not available: this machine has " +
                   std::to_string(report.gpus.size()) + " CUDA device(s)");
-    throw Error("device '" + device + "': the CUDA backend is not implemented yet in this build");
+    backends.push_back(make_cuda_backend(index));
   }
   backends.push_back(make_cpu_backend());
   return backends;

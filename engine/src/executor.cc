@@ -10,30 +10,45 @@
 namespace ember {
 
 RunContext::RunContext(std::span<Backend* const> backends) {
-  for (Backend* b : backends) arenas_.push_back({b, nullptr, 0});
+  for (Backend* b : backends) arenas_.push_back({b, b->open_stream(), nullptr, 0});
 }
 
 RunContext::~RunContext() {
+  bindings_.clear();  // captured graphs first: they refer to the streams
+  for (Arena& a : arenas_) {
+    if (a.data) {
+      try {
+        a.stream->synchronize();
+      } catch (const Error&) {
+        // nothing more can be done while tearing down
+      }
+      a.backend->release(a.data);
+    }
+  }
+}
+
+RunContext::Arena& RunContext::arena_for(Device device) {
   for (Arena& a : arenas_)
-    if (a.data) a.backend->release(a.data);
+    if (a.backend->device() == device) return a;
+  throw Error("internal: no arena for " + device.to_string());
 }
 
 // Grows the arena when a plan needs more than any before it; growing drops the
 // bindings, which point into the old memory. Steady state never comes here.
 void* RunContext::arena_base(Device device, size_t needed) {
-  for (Arena& a : arenas_) {
-    if (!(a.backend->device() == device)) continue;
-    if (needed > a.bytes) {
-      if (a.data) a.backend->release(a.data);
-      a.data = nullptr;
-      a.bytes = 0;
-      bindings_.clear();
-      a.data = a.backend->allocate(needed, "the " + device.to_string() + " arena");
-      a.bytes = needed;
+  Arena& a = arena_for(device);
+  if (needed > a.bytes) {
+    if (a.data) {
+      a.stream->synchronize();
+      a.backend->release(a.data);
     }
-    return a.data;
+    a.data = nullptr;
+    a.bytes = 0;
+    bindings_.clear();
+    a.data = a.backend->allocate(needed, "the " + device.to_string() + " arena");
+    a.bytes = needed;
   }
-  throw Error("internal: no arena for " + device.to_string());
+  return a.data;
 }
 
 RunContext::Binding& RunContext::bind(const Plan& plan) {
@@ -57,14 +72,61 @@ RunContext::Binding& RunContext::bind(const Plan& plan) {
     b.workspace.push_back(step.workspace_bytes
                               ? static_cast<char*>(arena_base(step.device, 0)) + step.workspace_offset
                               : nullptr);
+    b.stream.push_back(arena_for(step.device).stream.get());
   }
   b.input_begin.push_back(b.inputs.size());
   b.output_begin.push_back(b.outputs.size());
+  find_segments(plan, b);
   return b;
 }
 
+// A step can be recorded when its stream can capture and it stays on its device: a
+// copy to or from the host does host work (staging, waiting) that a replay would skip.
+void RunContext::find_segments(const Plan& plan, Binding& b) {
+  auto capturable = [&](size_t s) {
+    const PlannedStep& step = plan.steps[s];
+    if (!b.stream[s]->can_capture()) return false;
+    for (const auto* ids : {&step.inputs, &step.outputs})
+      for (int id : *ids)
+        if (id >= 0 && !(plan.values[id].device == step.device)) return false;
+    return true;
+  };
+  for (size_t s = 0; s < plan.steps.size();) {
+    if (!capturable(s)) {
+      ++s;
+      continue;
+    }
+    Segment segment;
+    segment.begin = s;
+    segment.stream = b.stream[s];
+    while (s < plan.steps.size() && capturable(s) && b.stream[s] == segment.stream) {
+      for (const auto* ids : {&plan.steps[s].inputs, &plan.steps[s].outputs})
+        for (int id : *ids)
+          if (id >= 0 && (plan.values[id].storage == Storage::Input || plan.values[id].storage == Storage::Output))
+            segment.caller_values.push_back(id);
+      ++s;
+    }
+    segment.end = s;
+    if (segment.end - segment.begin >= 2) b.segments.push_back(std::move(segment));
+  }
+}
+
+void RunContext::run_step(const Plan& plan, Binding& b, size_t s, int num_threads) {
+  const PlannedStep& step = plan.steps[s];
+  std::span<const Tensor* const> all_inputs(b.inputs);
+  std::span<Tensor* const> all_outputs(b.outputs);
+  RunArgs args{all_inputs.subspan(b.input_begin[s], b.input_begin[s + 1] - b.input_begin[s]),
+               all_outputs.subspan(b.output_begin[s], b.output_begin[s + 1] - b.output_begin[s]),
+               b.workspace[s], num_threads, b.stream[s]->handle()};
+  try {
+    step.kernel_impl->run(args);
+  } catch (const Error& e) {
+    throw Error(step.node_label + " on " + step.device.to_string() + ": " + e.what());
+  }
+}
+
 void RunContext::run(const Plan& plan, std::span<const Tensor> inputs, std::span<Tensor> outputs,
-                     int num_threads, Profile* profile) {
+                     const RunSettings& settings) {
   Binding& b = bind(plan);
   for (size_t id = 0; id < plan.values.size(); ++id) {
     const PlannedValue& v = plan.values[id];
@@ -76,36 +138,112 @@ void RunContext::run(const Plan& plan, std::span<const Tensor> inputs, std::span
 
   using Clock = std::chrono::steady_clock;
   const auto run_start = Clock::now();
-  std::span<const Tensor* const> all_inputs(b.inputs);
-  std::span<Tensor* const> all_outputs(b.outputs);
+  try {
+    for (Arena& a : arenas_) a.stream->begin_run();
+    if (settings.profile)
+      run_profiled(plan, b, settings.num_threads, *settings.profile);
+    else if (settings.capture_graphs && !b.segments.empty())
+      run_with_graphs(plan, b, settings.num_threads);
+    else
+      for (size_t s = 0; s < plan.steps.size(); ++s) run_step(plan, b, s, settings.num_threads);
+    for (Arena& a : arenas_) a.stream->synchronize();
+  } catch (...) {
+    // Leave the streams idle so the context can be used again.
+    for (Arena& a : arenas_) {
+      a.stream->abort_capture();
+      try {
+        a.stream->synchronize();
+      } catch (const Error&) {
+        // the first error is the one worth reporting
+      }
+    }
+    throw;
+  }
+  if (!plan.eager.empty()) run_eager(plan, b, outputs, settings.num_threads);
+  if (settings.profile) {
+    settings.profile->runs += 1;
+    settings.profile->total_ns +=
+        std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - run_start).count();
+  }
+}
+
+// Segments are recorded on first use (and when the caller's device buffers move),
+// then replayed; the steps between them run one by one.
+void RunContext::run_with_graphs(const Plan& plan, Binding& b, int num_threads) {
+  size_t next = 0;
+  for (size_t s = 0; s < plan.steps.size();) {
+    if (next == b.segments.size() || b.segments[next].begin != s) {
+      run_step(plan, b, s++, num_threads);
+      continue;
+    }
+    Segment& segment = b.segments[next++];
+    bool moved = segment.caller_pointers.size() != segment.caller_values.size();
+    for (size_t k = 0; !moved && k < segment.caller_values.size(); ++k)
+      moved = segment.caller_pointers[k] != b.tensors[segment.caller_values[k]].data();
+    if (!segment.graph || moved) {
+      segment.graph.reset();
+      segment.stream->begin_capture();
+      for (size_t k = segment.begin; k < segment.end; ++k) run_step(plan, b, k, num_threads);
+      segment.graph = segment.stream->end_capture();
+      segment.caller_pointers.clear();
+      for (int id : segment.caller_values) segment.caller_pointers.push_back(b.tensors[id].data());
+    }
+    segment.graph->replay();
+    s = segment.end;
+  }
+}
+
+// Host steps are timed by the host clock; device steps by events recorded around
+// them on their stream and read once the run is over, so no step waits for another.
+void RunContext::run_profiled(const Plan& plan, Binding& b, int num_threads, Profile& profile) {
+  using Clock = std::chrono::steady_clock;
+  const auto run_start = Clock::now();
+  struct Timing {
+    DeviceStream* stream = nullptr;  // null: host-timed
+    size_t before = 0, after = 0;
+    int64_t start_ns = 0, duration_ns = 0;
+  };
+  std::vector<Timing> timings(plan.steps.size());
+  std::map<DeviceStream*, size_t> marks;  // next mark per device stream; mark 0 = run start
+  for (Arena& a : arenas_)
+    if (a.stream->has_device_clock()) {
+      a.stream->mark(0);
+      marks[a.stream.get()] = 1;
+    }
   for (size_t s = 0; s < plan.steps.size(); ++s) {
-    const PlannedStep& step = plan.steps[s];
-    RunArgs args{all_inputs.subspan(b.input_begin[s], b.input_begin[s + 1] - b.input_begin[s]),
-                 all_outputs.subspan(b.output_begin[s], b.output_begin[s + 1] - b.output_begin[s]),
-                 b.workspace[s], num_threads, nullptr};
-    if (!profile) {
-      step.kernel_impl->run(args);
+    Timing& t = timings[s];
+    DeviceStream* stream = b.stream[s];
+    if (stream->has_device_clock()) {
+      t.stream = stream;
+      t.before = marks[stream]++;
+      t.after = marks[stream]++;
+      stream->mark(t.before);
+      run_step(plan, b, s, num_threads);
+      stream->mark(t.after);
       continue;
     }
     const auto start = Clock::now();
-    step.kernel_impl->run(args);
-    const auto end = Clock::now();
-    NodeTiming t;
-    t.node = step.node_name;
-    t.op_type = step.op_type;
-    t.device = step.device.to_string();
-    t.output_shape = step.outputs.empty() || step.outputs[0] < 0
-                         ? "" : shape_to_string(plan.values[step.outputs[0]].type.shape);
+    run_step(plan, b, s, num_threads);
     t.start_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(start - run_start).count();
-    t.duration_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count();
-    profile->timings.push_back(std::move(t));
+    t.duration_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
   }
-  for (Arena& a : arenas_) a.backend->synchronize();
-  if (!plan.eager.empty()) run_eager(plan, b, outputs, num_threads);
-  if (profile) {
-    profile->runs += 1;
-    profile->total_ns +=
-        std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - run_start).count();
+  for (Arena& a : arenas_) a.stream->synchronize();
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    const PlannedStep& step = plan.steps[s];
+    Timing& t = timings[s];
+    if (t.stream) {
+      t.start_ns = t.stream->elapsed_ns(0, t.before);
+      t.duration_ns = t.stream->elapsed_ns(t.before, t.after);
+    }
+    NodeTiming nt;
+    nt.node = step.node_name;
+    nt.op_type = step.op_type;
+    nt.device = step.device.to_string();
+    nt.output_shape = step.outputs.empty() || step.outputs[0] < 0
+                          ? "" : shape_to_string(plan.values[step.outputs[0]].type.shape);
+    nt.start_ns = t.start_ns;
+    nt.duration_ns = t.duration_ns;
+    profile.timings.push_back(std::move(nt));
   }
 }
 

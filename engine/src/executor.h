@@ -1,6 +1,7 @@
 // The Executor runs a Plan. A RunContext holds what one run in flight needs (the
-// arenas and the tensors bound into them); the session keeps a pool of them so that
-// runs from several threads proceed at once and steady-state runs allocate nothing.
+// arenas, a stream per device, and the tensors bound into the arenas); the session
+// keeps a pool of them so that runs from several threads proceed at once and
+// steady-state runs allocate nothing.
 #pragma once
 
 #include "engine/src/backend.h"
@@ -14,6 +15,12 @@
 
 namespace ember {
 
+struct RunSettings {
+  int num_threads = 1;
+  Profile* profile = nullptr;  // per-node timings; device nodes timed with device events
+  bool capture_graphs = false;  // replay runs of device steps as captured graphs (CUDA graphs)
+};
+
 class RunContext {
  public:
   explicit RunContext(std::span<Backend* const> backends);
@@ -23,13 +30,23 @@ class RunContext {
 
   // Runs `plan` on `inputs`, writing into `outputs` (shapes already right).
   void run(const Plan& plan, std::span<const Tensor> inputs, std::span<Tensor> outputs,
-           int num_threads, Profile* profile);
+           const RunSettings& settings);
 
  private:
   struct Arena {
     Backend* backend = nullptr;
+    std::unique_ptr<DeviceStream> stream;
     void* data = nullptr;
     size_t bytes = 0;
+  };
+  // Consecutive device steps that can be recorded once and replayed with one launch.
+  // Recorded again when the caller's device buffers they touch move.
+  struct Segment {
+    size_t begin = 0, end = 0;  // step indices [begin, end)
+    DeviceStream* stream = nullptr;
+    std::vector<int> caller_values;     // Input/Output values the steps touch
+    std::vector<void*> caller_pointers;  // their addresses when recorded
+    std::unique_ptr<CapturedSteps> graph;
   };
   // The plan's values as tensors over this context's arenas, and each step's
   // argument arrays, built once per plan.
@@ -39,11 +56,18 @@ class RunContext {
     std::vector<Tensor*> outputs;
     std::vector<size_t> input_begin, output_begin;  // per step, into the arrays above
     std::vector<void*> workspace;                    // per step
+    std::vector<DeviceStream*> stream;               // per step
+    std::vector<Segment> segments;
   };
 
   Binding& bind(const Plan& plan);
+  void find_segments(const Plan& plan, Binding& b);
+  void run_step(const Plan& plan, Binding& b, size_t s, int num_threads);
+  void run_with_graphs(const Plan& plan, Binding& b, int num_threads);
+  void run_profiled(const Plan& plan, Binding& b, int num_threads, Profile& profile);
   void run_eager(const Plan& plan, Binding& b, std::span<Tensor> outputs, int num_threads);
   void* arena_base(Device device, size_t needed);
+  Arena& arena_for(Device device);
 
   std::vector<Arena> arenas_;
   std::map<const Plan*, Binding> bindings_;

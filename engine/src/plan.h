@@ -47,7 +47,9 @@ struct PlannedStep {
 };
 
 struct Plan {
-  std::vector<Shape> input_shapes;  // the signature this plan is for
+  // The signature this plan is for: input shapes, and where inputs and outputs live.
+  std::vector<Shape> input_shapes;
+  std::vector<Device> input_devices, output_devices;
   std::vector<PlannedValue> values;
   std::vector<PlannedStep> steps;
   std::vector<int> input_values;    // value id per graph input
@@ -69,6 +71,9 @@ struct Plan {
   std::vector<std::string> notes;  // placement fallbacks, for --explain
 
   size_t arena_size(Device device) const;
+  // Node steps (not copies) placed on `device`, and in all.
+  size_t node_steps_on(Device device) const;
+  size_t node_steps() const;
 };
 
 }  // namespace ember

@@ -20,7 +20,7 @@ const Tensor* WeightCache::get(const std::string& name, const Tensor& host, Back
   std::lock_guard lock(mutex_);
   auto key = std::make_pair(name, backend.device().to_string());
   auto it = uploaded_.find(key);
-  if (it == uploaded_.end()) it = uploaded_.emplace(key, backend.upload(host)).first;
+  if (it == uploaded_.end()) it = uploaded_.emplace(key, backend.upload(host, name)).first;
   return &it->second;
 }
 
@@ -28,6 +28,18 @@ size_t Plan::arena_size(Device device) const {
   for (const auto& [d, bytes] : arena_bytes)
     if (d == device) return bytes;
   return 0;
+}
+
+size_t Plan::node_steps_on(Device device) const {
+  size_t n = 0;
+  for (const PlannedStep& step : steps) n += step.op_type != "Copy" && step.device == device;
+  return n;
+}
+
+size_t Plan::node_steps() const {
+  size_t n = 0;
+  for (const PlannedStep& step : steps) n += step.op_type != "Copy";
+  return n;
 }
 
 namespace {
@@ -41,10 +53,15 @@ class PlanBuilder {
 
   std::unique_ptr<Plan> build(std::span<const Shape> input_shapes) {
     plan_->input_shapes.assign(input_shapes.begin(), input_shapes.end());
+    plan_->input_devices = options_.input_devices;
+    plan_->input_devices.resize(graph_.inputs.size());
+    plan_->output_devices = options_.output_devices;
+    plan_->output_devices.resize(graph_.outputs.size());
     add_graph_inputs(input_shapes);
     for (const Node& node : graph_.nodes) add_node(node);
     bind_graph_outputs();
     lay_out_arenas();
+    for (Backend* b : backends_) b->finish_planning();
     return std::move(plan_);
   }
 
@@ -73,7 +90,9 @@ class PlanBuilder {
   void add_graph_inputs(std::span<const Shape> shapes) {
     for (size_t i = 0; i < graph_.inputs.size(); ++i) {
       const ValueInfo& in = graph_.inputs[i];
-      int id = new_value(in.name, {in.dtype, shapes[i]}, Device{}, Storage::Input);
+      const Device device = plan_->input_devices[i];
+      backend_for(device);  // raises for a device this session does not run on
+      int id = new_value(in.name, {in.dtype, shapes[i]}, device, Storage::Input);
       plan_->values[id].io_index = static_cast<int>(i);
       plan_->input_values.push_back(id);
       ids_[in.name] = id;
@@ -221,6 +240,7 @@ class PlanBuilder {
       for (const KernelEntry* entry : entries) {
         KernelInit init{node, opset, device, types, values, out_types};
         init.num_threads = options_.num_threads;
+        init.device_context = backend->plan_context();
         std::string why;
         std::unique_ptr<Kernel> kernel = entry->factory(init, &why);
         if (kernel) {
@@ -315,9 +335,9 @@ class PlanBuilder {
     return false;
   }
 
-  // Graph outputs are written straight into the caller's tensors when a host step
-  // produces them; anything else (a constant, an input, a device value, a repeat)
-  // is copied there by one final step.
+  // Graph outputs are written straight into the caller's tensors when a step on the
+  // output's device produces them; anything else (a constant, an input, a value on
+  // another device, a repeat) is copied there by one final step.
   void bind_graph_outputs() {
     std::unordered_set<int> bound;
     std::vector<int> producer_step(plan_->values.size(), -1);
@@ -332,33 +352,33 @@ class PlanBuilder {
         plan_->output_values.push_back(-1);
         continue;
       }
+      const Device target = plan_->output_devices[i];
       int id = lookup(graph_.outputs[i].name);
       PlannedValue& v = plan_->values[id];
-      if (v.storage == Storage::Arena && v.alias_of < 0 && v.device.kind == DeviceKind::Cpu &&
-          producer_step[id] >= 0 && !bound.count(id)) {
+      if (v.storage == Storage::Arena && v.alias_of < 0 && v.device == target && producer_step[id] >= 0 &&
+          !bound.count(id)) {
         v.storage = Storage::Output;
         v.io_index = static_cast<int>(i);
         bound.insert(id);
         plan_->output_values.push_back(id);
         continue;
       }
-      // A device value already brought to the host is copied from there; otherwise
-      // the device writes straight into the caller's tensor.
-      const Device from = plan_->values[id].device;
-      const bool direct = from.kind != DeviceKind::Cpu && plan_->values[id].storage != Storage::Constant &&
-                          !moved_.count({id, Device{}.to_string()});
-      int src = direct ? id : on_device(id, Device{});
-      int out = new_value(plan_->values[id].name, plan_->values[id].type, Device{}, Storage::Output);
+      // Copy from the target device's copy of the value when one exists, else from
+      // wherever it is.
+      auto moved = moved_.find({id, target.to_string()});
+      const int src = plan_->values[id].device == target ? id : moved != moved_.end() ? moved->second : id;
+      const Device from = plan_->values[src].device;
+      int out = new_value(plan_->values[id].name, plan_->values[id].type, target, Storage::Output);
       plan_->values[out].io_index = static_cast<int>(i);
-      Backend& copier = direct ? backend_for(from) : cpu();
+      Backend& copier = from.kind != DeviceKind::Cpu ? backend_for(from) : backend_for(target);
       PlannedStep step;
-      step.node_label = "copy '" + plan_->values[id].name + "' " + (direct ? from.to_string() + "->" : "") +
-                        "to output";
+      step.node_label = "copy '" + plan_->values[id].name + "' " + from.to_string() + "->output on " +
+                        target.to_string();
       step.node_name = step.node_label;
       step.op_type = "Copy";
       step.kernel = "copy";
       step.device = copier.device();
-      step.kernel_impl = copier.make_copy(from, Device{});
+      step.kernel_impl = copier.make_copy(from, target);
       step.inputs = {src};
       step.outputs = {out};
       plan_->steps.push_back(std::move(step));

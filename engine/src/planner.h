@@ -28,6 +28,8 @@ class WeightCache {
 
 struct PlannerOptions {
   int num_threads = 1;
+  // Where the caller's inputs are and where it wants the outputs; empty: on the host.
+  std::vector<Device> input_devices, output_devices;
 };
 
 // `backends` in order of preference; the CPU backend must be among them.

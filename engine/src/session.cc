@@ -8,6 +8,7 @@
 #include "loader/onnx_loader.h"
 #include "ops/registry.h"
 
+#include <iostream>
 #include <mutex>
 #include <shared_mutex>
 
@@ -27,8 +28,10 @@ struct Session::Impl {
   std::mutex contexts_mutex;
   std::vector<std::unique_ptr<RunContext>> idle_contexts;
 
-  const Plan& plan_for(std::span<const Tensor> inputs);
+  const Plan& plan_for(std::span<const Tensor> inputs, std::span<const Tensor> outputs = {});
   void check_inputs(std::span<const Tensor> inputs) const;
+  bool runs_on(Device device) const;
+  void warn_if_mostly_on_host(const Plan& plan) const;
 };
 
 namespace {
@@ -40,9 +43,16 @@ ValueDesc describe(const ValueInfo& v) {
   return d;
 }
 
-bool same_shapes(const Plan& plan, std::span<const Tensor> inputs) {
+// Host outputs when the caller passes none (make_outputs, explain).
+Device output_device(std::span<const Tensor> outputs, size_t i) {
+  return i < outputs.size() ? outputs[i].device() : Device{};
+}
+
+bool same_signature(const Plan& plan, std::span<const Tensor> inputs, std::span<const Tensor> outputs) {
   for (size_t i = 0; i < inputs.size(); ++i)
-    if (plan.input_shapes[i] != inputs[i].shape()) return false;
+    if (plan.input_shapes[i] != inputs[i].shape() || !(plan.input_devices[i] == inputs[i].device())) return false;
+  for (size_t i = 0; i < plan.output_devices.size(); ++i)
+    if (!(plan.output_devices[i] == output_device(outputs, i))) return false;
   return true;
 }
 
@@ -55,9 +65,9 @@ void Session::Impl::check_inputs(std::span<const Tensor> inputs) const {
   for (size_t i = 0; i < inputs.size(); ++i) {
     const ValueInfo& want = graph.inputs[i];
     const Tensor& got = inputs[i];
-    if (got.device().kind != DeviceKind::Cpu)
+    if (!runs_on(got.device()))
       throw Error("input '" + want.name + "' is on " + got.device().to_string() +
-                  "; this session takes host inputs");
+                  ", a device this session does not run on (device option '" + options.device + "')");
     if (want.dtype != DType::Undefined && got.dtype() != want.dtype)
       throw Error("input '" + want.name + "' must be " + dtype_name(want.dtype) + ", got " +
                   dtype_name(got.dtype()));
@@ -80,28 +90,57 @@ void Session::Impl::check_inputs(std::span<const Tensor> inputs) const {
   }
 }
 
-// Plans are cached per input-shape signature; the lookup compares shapes in place so
-// that a steady-state run allocates nothing.
-const Plan& Session::Impl::plan_for(std::span<const Tensor> inputs) {
+bool Session::Impl::runs_on(Device device) const {
+  for (const Backend* b : backends)
+    if (b->device() == device) return true;
+  return false;
+}
+
+// A GPU session whose nodes mostly land on the CPU is slow for a reason the user
+// should hear about without asking.
+void Session::Impl::warn_if_mostly_on_host(const Plan& plan) const {
+  if (backends.front()->device().kind == DeviceKind::Cpu) return;
+  const size_t total = plan.node_steps(), on_host = plan.node_steps_on(Device{});
+  if (total == 0 || on_host * 2 <= total) return;
+  std::cerr << "ember: warning: " << on_host << " of " << total << " nodes run on the CPU, not on "
+            << backends.front()->device().to_string() << " (--explain, or Session::explain, says why)\n";
+}
+
+// Plans are cached per signature (input shapes, where inputs and outputs live); the
+// lookup compares in place so that a steady-state run allocates nothing.
+const Plan& Session::Impl::plan_for(std::span<const Tensor> inputs, std::span<const Tensor> outputs) {
   {
     std::shared_lock lock(plans_mutex);
     for (const auto& p : plans)
-      if (same_shapes(*p, inputs)) return *p;
+      if (same_signature(*p, inputs, outputs)) return *p;
   }
   std::unique_lock lock(plans_mutex);
   for (const auto& p : plans)
-    if (same_shapes(*p, inputs)) return *p;
+    if (same_signature(*p, inputs, outputs)) return *p;
   std::vector<Shape> shapes;
-  for (const Tensor& t : inputs) shapes.push_back(t.shape());
   PlannerOptions planner_options;
   planner_options.num_threads = options.num_threads;
+  for (const Tensor& t : inputs) {
+    shapes.push_back(t.shape());
+    planner_options.input_devices.push_back(t.device());
+  }
+  for (size_t i = 0; i < graph.outputs.size(); ++i) {
+    const Device d = output_device(outputs, i);
+    if (!runs_on(d))
+      throw Error("output '" + graph.outputs[i].name + "' is on " + d.to_string() +
+                  ", a device this session does not run on (device option '" + options.device + "')");
+    planner_options.output_devices.push_back(d);
+  }
   plans.push_back(build_plan(graph, shapes, backends, weights, planner_options));
+  warn_if_mostly_on_host(*plans.back());
   return *plans.back();
 }
 
 Session::Session(const std::string& model_path, SessionOptions options)
     : impl_(std::make_unique<Impl>()) {
   impl_->options = options;
+  if (options.precision != "fp32" && options.precision != "fp16")
+    throw Error("precision '" + options.precision + "' is not valid: expected fp32 or fp16");
   impl_->owned_backends = select_backends(options.device);
   for (auto& b : impl_->owned_backends) impl_->backends.push_back(b.get());
   impl_->graph = load_model(model_path);
@@ -128,8 +167,10 @@ std::vector<Tensor> Session::make_outputs(std::span<const Tensor> inputs) {
   impl_->check_inputs(inputs);
   const Plan& plan = impl_->plan_for(inputs);
   std::vector<Tensor> outputs;
-  for (int id : plan.output_values)  // shapes only the run can tell come back from run()
+  for (size_t i = 0; i < plan.output_values.size(); ++i) {  // data-dependent shapes come back from run()
+    const int id = plan.output_values[i];
     outputs.push_back(id < 0 ? Tensor() : Tensor(plan.values[id].type.dtype, plan.values[id].type.shape));
+  }
   return outputs;
 }
 
@@ -165,7 +206,10 @@ std::vector<Tensor> Session::run(const std::vector<std::pair<std::string, Tensor
 void Session::run(std::span<const Tensor> inputs, std::span<Tensor> outputs,
                   const RunOptions& run_options) {
   impl_->check_inputs(inputs);
-  const Plan& plan = impl_->plan_for(inputs);
+  if (outputs.size() != impl_->graph.outputs.size())
+    throw Error("the model has " + std::to_string(impl_->graph.outputs.size()) + " outputs, got " +
+                std::to_string(outputs.size()) + " output tensors");
+  const Plan& plan = impl_->plan_for(inputs, outputs);
   if (outputs.size() != plan.output_values.size())
     throw Error("the model has " + std::to_string(plan.output_values.size()) + " outputs, got " +
                 std::to_string(outputs.size()) + " output tensors");
@@ -188,9 +232,22 @@ void Session::run(std::span<const Tensor> inputs, std::span<Tensor> outputs,
   }
   if (!context) context = std::make_unique<RunContext>(impl_->backends);
   apply_thread_count(impl_->options.num_threads);
-  context->run(plan, inputs, outputs, impl_->options.num_threads, run_options.profile);
+  RunSettings settings;
+  settings.num_threads = impl_->options.num_threads;
+  settings.profile = run_options.profile;
+  settings.capture_graphs = impl_->options.cuda_graph;
+  context->run(plan, inputs, outputs, settings);
   std::lock_guard lock(impl_->contexts_mutex);
   impl_->idle_contexts.push_back(std::move(context));
+}
+
+std::vector<DeviceMemory> Session::memory() const {
+  std::vector<DeviceMemory> result;
+  for (const Backend* b : impl_->backends) {
+    const MemoryUse use = b->memory_use();
+    result.push_back({b->device().to_string(), use.weight_bytes, use.in_use_bytes, use.peak_bytes});
+  }
+  return result;
 }
 
 }  // namespace ember

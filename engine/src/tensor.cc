@@ -139,6 +139,12 @@ Tensor Tensor::view(DType dtype, Shape shape, void* data, Device device) {
   return t;
 }
 
+Tensor Tensor::adopt(DType dtype, Shape shape, std::shared_ptr<void> memory, Device device) {
+  Tensor t = view(dtype, std::move(shape), memory.get(), device);
+  t.storage_ = std::move(memory);
+  return t;
+}
+
 Tensor Tensor::clone() const {
   Tensor copy(dtype_, shape_);
   if (nbytes()) std::memcpy(copy.data_, data_, nbytes());

@@ -15,6 +15,8 @@
 
 namespace ember::cuda {
 
+struct Staging;  // pinned host memory for uploads (engine/src/cuda_backend.cc)
+
 // A stream and the library handles bound to it. The backend makes one per run context
 // (RunArgs::stream points at it during a run) and one for planning
 // (KernelInit::device_context), so kernels never share a handle across threads.
@@ -26,6 +28,7 @@ struct StreamContext {
   int sm_count = 0;
   int compute_major = 0, compute_minor = 0;
   size_t shared_memory_per_block = 0;  // opt-in maximum, bytes
+  Staging* staging = nullptr;          // set on run streams, null at plan time
 };
 
 // Creates the stream and handles on `device` (raises ember::Error, e.g. out of memory).

@@ -33,6 +33,20 @@ std::unique_ptr<Kernel> make_affine(KernelInit&, std::string*) {
   return std::make_unique<FunctionKernel>(&affine<Mul, Add>);
 }
 
+// On the test device the work goes through its stream, so it can be recorded.
+template <int Mul, int Add>
+void device_affine(const RunArgs& a) {
+  testing::TestStream::launch(a, [x = a.inputs[0]->data_as<float>(), y = a.outputs[0]->data_as<float>(),
+                                  n = a.inputs[0]->numel()] {
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] * Mul + Add;
+  });
+}
+
+template <int Mul, int Add>
+std::unique_ptr<Kernel> make_device_affine(KernelInit&, std::string*) {
+  return std::make_unique<FunctionKernel>(&device_affine<Mul, Add>);
+}
+
 std::unique_ptr<Kernel> refuse(KernelInit&, std::string* why) {
   *why = "the test device lacks this op";
   return nullptr;
@@ -42,7 +56,7 @@ EMBER_SCHEMA("Scale2", kDomain, infer_same_as_input0);
 EMBER_SCHEMA("AddOne", kDomain, infer_same_as_input0);
 EMBER_SCHEMA("View", kDomain, infer_same_as_input0);
 EMBER_KERNEL("Scale2", kDomain, 1, kMaxOpset, DeviceKind::Cpu, (make_affine<2, 0>));
-EMBER_KERNEL("Scale2", kDomain, 1, kMaxOpset, DeviceKind::Test, (make_affine<2, 0>));
+EMBER_KERNEL("Scale2", kDomain, 1, kMaxOpset, DeviceKind::Test, (make_device_affine<2, 0>));
 EMBER_KERNEL("AddOne", kDomain, 1, kMaxOpset, DeviceKind::Cpu, (make_affine<1, 1>));
 EMBER_KERNEL("AddOne", kDomain, 1, kMaxOpset, DeviceKind::Test, refuse);
 EMBER_KERNEL_FLAGS("View", kDomain, 1, kMaxOpset, DeviceKind::Test, (make_affine<1, 0>),
@@ -119,10 +133,10 @@ TEST(Planner, InsertsOneCopyPerValueAndDevice) {
   // come down straight into their outputs.
   EXPECT_EQ(copies["copy 'x' cpu->test:0"], 1);
   EXPECT_EQ(copies["copy 'a' test:0->cpu"], 1);
-  EXPECT_EQ(copies["copy 'a' to output"], 1);
+  EXPECT_EQ(copies["copy 'a' cpu->output on cpu"], 1);
   EXPECT_EQ(copies["copy 'b' cpu->test:0"], 1);
-  EXPECT_EQ(copies["copy 'c' test:0->to output"], 1);
-  EXPECT_EQ(copies["copy 'd' test:0->to output"], 1);
+  EXPECT_EQ(copies["copy 'c' test:0->output on cpu"], 1);
+  EXPECT_EQ(copies["copy 'd' test:0->output on cpu"], 1);
   EXPECT_EQ(copies.size(), 6u);
   for (const auto& [label, n] : copies) EXPECT_EQ(n, 1) << label;
 }
@@ -139,13 +153,89 @@ TEST(Planner, RunsAcrossDevicesWithTheRightResults) {
   std::vector<Tensor> outs = {Tensor(DType::Float32, {7}), Tensor(DType::Float32, {7}),
                               Tensor(DType::Float32, {7})};
   RunContext ctx(f.backends);
-  ctx.run(*plan, std::span<const Tensor>(&x, 1), outs, 1, nullptr);
+  ctx.run(*plan, std::span<const Tensor>(&x, 1), outs, RunSettings{});
   for (int i = 0; i < 7; ++i) {
     const float xi = x.data_as<float>()[i];
     EXPECT_FLOAT_EQ(outs[0].data_as<float>()[i], (2 * xi + 1) * 2);
     EXPECT_FLOAT_EQ(outs[1].data_as<float>()[i], 2 * xi);
     EXPECT_FLOAT_EQ(outs[2].data_as<float>()[i], 2 * xi);
   }
+}
+
+TEST(Planner, InputsAndOutputsOnTheDeviceAreUsedThereWithoutHostCopies) {
+  Fixture f;
+  Graph g = mixed_graph();
+  const Device test{DeviceKind::Test, 0};
+  PlannerOptions options;
+  options.input_devices = {test};
+  options.output_devices = {test, test, test};
+  auto plan = build_plan(g, std::vector<Shape>{{6}}, f.backends, f.weights, options);
+  std::vector<std::string> copies;
+  for (const auto& s : plan->steps)
+    if (s.op_type == "Copy") copies.push_back(s.node_label);
+  // Only AddOne's detour through the host remains.
+  EXPECT_EQ(copies, (std::vector<std::string>{"copy 'a' test:0->cpu", "copy 'b' cpu->test:0"}));
+
+  Tensor x(DType::Float32, {6});
+  for (int i = 0; i < 6; ++i) x.data_as<float>()[i] = 0.5f * i - 1;
+  std::vector<Tensor> storage = {Tensor(DType::Float32, {6}), Tensor(DType::Float32, {6}), Tensor(DType::Float32, {6})};
+  std::vector<Tensor> outs;
+  for (Tensor& t : storage) outs.push_back(Tensor::view(DType::Float32, {6}, t.data(), test));
+  const Tensor x_on_device = Tensor::view(DType::Float32, {6}, x.data(), test);
+  RunContext ctx(f.backends);
+  ctx.run(*plan, std::span<const Tensor>(&x_on_device, 1), outs, RunSettings{});
+  for (int i = 0; i < 6; ++i) {
+    const float xi = x.data_as<float>()[i];
+    EXPECT_FLOAT_EQ(storage[0].data_as<float>()[i], (2 * xi + 1) * 2);
+    EXPECT_FLOAT_EQ(storage[1].data_as<float>()[i], 2 * xi);
+    EXPECT_FLOAT_EQ(storage[2].data_as<float>()[i], 2 * xi);
+  }
+}
+
+// x -> Scale2 -> Scale2 -> Scale2 -> y, all on the device.
+Graph device_chain() {
+  Graph g;
+  g.opset_imports[kDomain] = 1;
+  g.inputs.push_back({"x", DType::Float32, {{-1, "n"}}, true});
+  g.nodes = {node("Scale2", {"x"}, "a"), node("Scale2", {"a"}, "b"), node("Scale2", {"b"}, "y")};
+  g.outputs.push_back({"y", DType::Float32, {}, false});
+  return g;
+}
+
+TEST(Executor, CapturedDeviceStepsReplayAndAreRecordedAgainWhenCallerBuffersMove) {
+  Fixture f;
+  Graph g = device_chain();
+  auto plan = build_plan(g, std::vector<Shape>{{5}}, f.backends, f.weights, {});
+  RunContext ctx(f.backends);
+  RunSettings settings;
+  settings.capture_graphs = true;
+  Tensor x(DType::Float32, {5});
+  std::vector<Tensor> outs = {Tensor(DType::Float32, {5})};
+  for (int run = 0; run < 3; ++run) {
+    for (int i = 0; i < 5; ++i) x.data_as<float>()[i] = static_cast<float>(run * 10 + i);
+    ctx.run(*plan, std::span<const Tensor>(&x, 1), outs, settings);
+    for (int i = 0; i < 5; ++i) EXPECT_FLOAT_EQ(outs[0].data_as<float>()[i], 8.0f * (run * 10 + i)) << run;
+  }
+  // The upload and the download touch the host and run each time; the three
+  // Scale2 steps between them were recorded once and replayed three times.
+  EXPECT_EQ(f.test_device.captures.load(), 1);
+  EXPECT_EQ(f.test_device.replays.load(), 3);
+
+  // Device-side caller buffers: a new input address means a new recording.
+  PlannerOptions on_device;
+  on_device.input_devices = {Device{DeviceKind::Test, 0}};
+  on_device.output_devices = {Device{DeviceKind::Test, 0}};
+  auto device_plan = build_plan(g, std::vector<Shape>{{5}}, f.backends, f.weights, on_device);
+  Tensor x2(DType::Float32, {5}), y(DType::Float32, {5});
+  std::vector<Tensor> device_outs = {Tensor::view(DType::Float32, {5}, y.data(), Device{DeviceKind::Test, 0})};
+  for (Tensor* input : {&x, &x, &x2}) {
+    for (int i = 0; i < 5; ++i) input->data_as<float>()[i] = static_cast<float>(i + 1) * (input == &x2 ? -1 : 1);
+    const Tensor in = Tensor::view(DType::Float32, {5}, input->data(), Device{DeviceKind::Test, 0});
+    ctx.run(*device_plan, std::span<const Tensor>(&in, 1), device_outs, settings);
+    for (int i = 0; i < 5; ++i) EXPECT_FLOAT_EQ(y.data_as<float>()[i], 8.0f * input->data_as<float>()[i]);
+  }
+  EXPECT_EQ(f.test_device.captures.load(), 3);  // x, then x2
+  EXPECT_EQ(f.test_device.replays.load(), 6);
 }
 
 TEST(Planner, ArenaValuesLiveAtTheSameTimeDoNotOverlap) {
@@ -180,10 +270,10 @@ TEST(Executor, SteadyStateRunAllocatesNothing) {
   std::vector<Tensor> outs = {Tensor(DType::Float32, {64}), Tensor(DType::Float32, {64}),
                               Tensor(DType::Float32, {64})};
   RunContext ctx(f.backends);
-  ctx.run(*plan, std::span<const Tensor>(&x, 1), outs, 1, nullptr);  // binds: allocates
+  ctx.run(*plan, std::span<const Tensor>(&x, 1), outs, RunSettings{});  // binds: allocates
   const int arenas_before = f.test_device.allocations;
   const int allocations = testing::count_allocations(
-      [&] { for (int i = 0; i < 3; ++i) ctx.run(*plan, std::span<const Tensor>(&x, 1), outs, 1, nullptr); });
+      [&] { for (int i = 0; i < 3; ++i) ctx.run(*plan, std::span<const Tensor>(&x, 1), outs, RunSettings{}); });
   EXPECT_EQ(allocations, 0);
   EXPECT_EQ(f.test_device.allocations, arenas_before);
 }
@@ -234,7 +324,7 @@ TEST(Planner, NodesAfterADataDependentShapeRunEagerly) {
     *n.data_as<int64_t>() = count;
     std::vector<Tensor> inputs = {x, n};
     std::vector<Tensor> outs = {Tensor(), Tensor(DType::Float32, {6})};
-    ctx.run(*plan, inputs, outs, 1, nullptr);
+    ctx.run(*plan, inputs, outs, RunSettings{});
     ASSERT_EQ(outs[0].shape(), (Shape{count}));
     for (int64_t i = 0; i < count; ++i)
       EXPECT_FLOAT_EQ(outs[0].data_as<float>()[i], 2 * x.data_as<float>()[i] + 1);

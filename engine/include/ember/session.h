@@ -16,6 +16,20 @@ struct SessionOptions {
   std::string device = "cpu";  // "cpu", "cuda" or "cuda:N"
   int num_threads = 0;         // intra-op threads per run; 0 = every core
   bool optimize = true;        // run the graph passes (folding, fusion)
+  // "fp32", or "fp16": the float32 computation runs in float16 (tensor cores on CUDA,
+  // float32 accumulation); inputs and outputs stay float32.
+  std::string precision = "fp32";
+  // CUDA: record the device work of a run once per input shape and replay it as a
+  // CUDA graph (one launch instead of one per node).
+  bool cuda_graph = false;
+};
+
+// Memory a session holds on one device.
+struct DeviceMemory {
+  std::string device;       // "cuda:0", "cpu"
+  size_t weight_bytes = 0;  // weights uploaded to the device (0 on the host: they stay in the model)
+  size_t in_use_bytes = 0;  // weights + run arenas now
+  size_t peak_bytes = 0;    // the most held at once so far
 };
 
 // A graph input or output as the model declares it. Symbolic dims ("batch") are kept
@@ -49,6 +63,9 @@ class Session {
                           const RunOptions& run_options = {});
   // Inputs and caller-allocated outputs, both in graph order. With outputs of the
   // right shapes this path allocates nothing once the plan for these shapes exists.
+  // Inputs and outputs may be on the session's GPU (Tensor::view(..., {Cuda, N}) over
+  // device memory the caller owns): they are then read and written there, with no
+  // host copy.
   // An output whose shape depends on the input data (after NonZero, Loop, ...) is
   // replaced by a new tensor.
   void run(std::span<const Tensor> inputs, std::span<Tensor> outputs,
@@ -59,6 +76,9 @@ class Session {
 
   // Human-readable plan for these inputs: devices, kernels, copies, arena offsets.
   std::string explain(std::span<const Tensor> inputs);
+
+  // Memory held per device (every device the session runs on).
+  std::vector<DeviceMemory> memory() const;
 
   struct Impl;
 

@@ -70,6 +70,9 @@ class Tensor {
   Tensor(DType dtype, Shape shape);
   // Borrowed memory; the caller keeps `data` alive as long as the view is used.
   static Tensor view(DType dtype, Shape shape, void* data, Device device = {});
+  // Memory owned elsewhere whose lifetime `memory` manages (e.g. a device buffer whose
+  // deleter frees it); copies of the tensor share it.
+  static Tensor adopt(DType dtype, Shape shape, std::shared_ptr<void> memory, Device device);
 
   DType dtype() const { return dtype_; }
   const Shape& shape() const { return shape_; }
