@@ -26,6 +26,7 @@ struct Options {
   std::string trace_path, summary_json;
   int threads = 0, repeat = 0, warmup = 3, batch = 0;
   bool profile = false, explain = false, devices = false, no_optimize = false, list_ops = false;
+  bool cuda_graph = false;
 };
 
 // Output names become file names: every byte outside [A-Za-z0-9_-], and a leading
@@ -195,6 +196,19 @@ void time_runs(ember::Session& session, const std::vector<ember::Tensor>& inputs
   }
 }
 
+// What the session holds per device: on a GPU, weights plus run arenas, at peak.
+void print_memory(const ember::Session& session) {
+  for (const auto& m : session.memory()) {
+    auto mib = [](size_t b) { return b / 1048576.0; };
+    if (m.device == "cpu")
+      std::printf("peak memory on cpu: %.2f MiB of run arenas (weights stay in the loaded model)\n",
+                  mib(m.peak_bytes));
+    else
+      std::printf("peak device memory on %s: %.2f MiB (weights %.2f MiB, now in use %.2f MiB)\n",
+                  m.device.c_str(), mib(m.peak_bytes), mib(m.weight_bytes), mib(m.in_use_bytes));
+  }
+}
+
 int run(const Options& opt) {
   if (opt.devices) {
     print_devices();
@@ -206,13 +220,15 @@ int run(const Options& opt) {
     return 0;
   }
   if (opt.model.empty()) throw CLI::RequiredError("MODEL");
-  if (opt.precision != "fp32")
-    throw ember::Error("--precision " + opt.precision + ": only fp32 is available on " + opt.device);
+  if (opt.cuda_graph && opt.device.rfind("cuda", 0) != 0)
+    throw ember::Error("--cuda-graph needs --device cuda or cuda:N (the device is " + opt.device + ")");
 
   ember::SessionOptions so;
   so.device = opt.device;
   so.num_threads = opt.threads;
   so.optimize = !opt.no_optimize;
+  so.precision = opt.precision;
+  so.cuda_graph = opt.cuda_graph;
   ember::Session session(opt.model, so);
 
   std::vector<ember::Tensor> inputs = read_inputs(session, opt);
@@ -241,6 +257,7 @@ int run(const Options& opt) {
                        first[i]);
     }
   }
+  if (opt.repeat > 0 || opt.profile) print_memory(session);
   if (opt.profile) {
     std::cout << profile.table();
     if (!opt.trace_path.empty()) {
@@ -265,7 +282,9 @@ int main(int argc, char** argv) {
   app.add_option("--threads", opt.threads, "intra-op threads (default: all cores)")->check(CLI::NonNegativeNumber);
   app.add_option("--batch", opt.batch, "repeat the inputs along their first dimension to this batch")
       ->check(CLI::PositiveNumber);
-  app.add_option("--precision", opt.precision, "fp32 (fp16 on CUDA)");
+  app.add_option("--precision", opt.precision, "fp32 or fp16 (float16 compute, float32 accumulation)")
+      ->check(CLI::IsMember({"fp32", "fp16"}));
+  app.add_flag("--cuda-graph", opt.cuda_graph, "CUDA: record the device work once per input shape, then replay it");
   app.add_option("--repeat", opt.repeat, "time this many runs and print latency percentiles")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--warmup", opt.warmup, "untimed runs before --repeat (default 3)")->check(CLI::NonNegativeNumber);

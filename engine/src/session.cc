@@ -245,7 +245,7 @@ std::vector<DeviceMemory> Session::memory() const {
   std::vector<DeviceMemory> result;
   for (const Backend* b : impl_->backends) {
     const MemoryUse use = b->memory_use();
-    result.push_back({b->device().to_string(), use.weight_bytes, use.in_use_bytes, use.peak_bytes});
+    result.push_back({b->device().to_string(), use.weight_bytes, use.in_use_bytes, use.peak_bytes, use.allocations});
   }
   return result;
 }

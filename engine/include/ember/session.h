@@ -30,6 +30,7 @@ struct DeviceMemory {
   size_t weight_bytes = 0;  // weights uploaded to the device (0 on the host: they stay in the model)
   size_t in_use_bytes = 0;  // weights + run arenas now
   size_t peak_bytes = 0;    // the most held at once so far
+  size_t allocations = 0;   // allocations made so far (steady-state runs add none)
 };
 
 // A graph input or output as the model declares it. Symbolic dims ("batch") are kept

@@ -1,0 +1,173 @@
+// Sessions on the GPU through the public API: placement, results against the CPU,
+// device-resident inputs and outputs, CUDA graphs, profiling, memory and errors.
+// Every test that needs a GPU skips, saying why, when there is none.
+#include <ember/devices.h>
+#include <ember/ember.h>
+
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+namespace ember {
+namespace {
+
+const std::string kModel = std::string(EMBER_SOURCE_DIR) + "/models/default/model.onnx";
+
+std::string why_no_gpu() {
+  const GpuReport report = list_gpus();
+  return report.problem.empty() ? "" : "no GPU: " + report.problem;
+}
+
+#define REQUIRE_GPU()                                 \
+  do {                                                \
+    const std::string why = why_no_gpu();             \
+    if (!why.empty()) GTEST_SKIP() << why;            \
+  } while (0)
+
+Tensor input_for(const Session& session, int64_t batch) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  Shape shape;
+  for (size_t k = 0; k < session.inputs()[0].dims.size(); ++k) {
+    const std::string& d = session.inputs()[0].dims[k];
+    shape.push_back(k == 0 ? batch : std::stoll(d));
+  }
+  Tensor x(DType::Float32, shape);
+  for (int64_t i = 0; i < x.numel(); ++i) x.data_as<float>()[i] = dist(rng);
+  return x;
+}
+
+// max |got - want| / max(|want|, 1e-2 * max|want|), the models' metric.
+double relative_error(const Tensor& got, const Tensor& want) {
+  EXPECT_EQ(got.shape(), want.shape());
+  double scale = 0, worst = 0;
+  for (int64_t i = 0; i < want.numel(); ++i) scale = std::max(scale, std::fabs(double(want.data_as<float>()[i])));
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    const double w = want.data_as<float>()[i], g = got.data_as<float>()[i];
+    worst = std::max(worst, std::fabs(g - w) / std::max(std::fabs(w), 1e-2 * scale));
+  }
+  return worst;
+}
+
+std::vector<Tensor> run_on(const std::string& device, const Tensor& x, SessionOptions options = {}) {
+  options.device = device;
+  Session session(kModel, options);
+  return session.run({{session.inputs()[0].name, x}});
+}
+
+TEST(CudaSession, AMalformedOrMissingDeviceIsAClearError) {
+  try {
+    Session session(kModel, SessionOptions{.device = "cuda:x"});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("expected cpu, cuda or cuda:N"), std::string::npos) << e.what();
+  }
+  try {
+    Session session(kModel, SessionOptions{.device = "cuda:64"});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("is not available"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CudaSession, EveryNodeOfTheDefaultModelRunsOnTheGpu) {
+  REQUIRE_GPU();
+  Session session(kModel, SessionOptions{.device = "cuda"});
+  const Tensor x = input_for(session, 2);
+  const std::string plan = session.explain(std::span<const Tensor>(&x, 1));
+  EXPECT_NE(plan.find("cuda:0"), std::string::npos) << plan;
+  EXPECT_EQ(plan.find("runs on cpu"), std::string::npos) << plan;
+}
+
+TEST(CudaSession, DefaultModelMatchesTheCpu) {
+  REQUIRE_GPU();
+  Session probe(kModel);
+  for (int64_t batch : {1, 3, 8}) {
+    const Tensor x = input_for(probe, batch);
+    const auto want = run_on("cpu", x), got = run_on("cuda", x);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i)
+      EXPECT_LE(relative_error(got[i], want[i]), 1e-3) << "batch " << batch;  // float32, TF32 off
+  }
+}
+
+TEST(CudaSession, Float16StaysWithinItsTolerance) {
+  REQUIRE_GPU();
+  Session probe(kModel);
+  const Tensor x = input_for(probe, 4);
+  const auto want = run_on("cpu", x);
+  const auto got = run_on("cuda", x, SessionOptions{.precision = "fp16"});
+  // 11-bit mantissas through a few convolutions: ~1e-2 relative.
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_LE(relative_error(got[i], want[i]), 2e-2);
+}
+
+TEST(CudaSession, CudaGraphReplaysGiveTheSameResults) {
+  REQUIRE_GPU();
+  Session plain(kModel, SessionOptions{.device = "cuda"});
+  Session graph(kModel, SessionOptions{.device = "cuda", .cuda_graph = true});
+  for (int64_t batch : {2, 5}) {
+    const Tensor x = input_for(plain, batch);
+    const auto want = plain.run({{plain.inputs()[0].name, x}});
+    for (int repeat = 0; repeat < 3; ++repeat) {
+      const auto got = graph.run({{graph.inputs()[0].name, x}});
+      for (size_t i = 0; i < got.size(); ++i) EXPECT_LE(relative_error(got[i], want[i]), 1e-6);
+    }
+  }
+}
+
+TEST(CudaSession, SteadyStateRunsAllocateNoDeviceMemory) {
+  REQUIRE_GPU();
+  for (bool cuda_graph : {false, true}) {
+    Session session(kModel, SessionOptions{.device = "cuda", .cuda_graph = cuda_graph});
+    const Tensor x = input_for(session, 4);
+    std::vector<Tensor> outputs = session.make_outputs(std::span<const Tensor>(&x, 1));
+    session.run(std::span<const Tensor>(&x, 1), outputs);
+    const size_t before = session.memory()[0].allocations;
+    for (int i = 0; i < 5; ++i) session.run(std::span<const Tensor>(&x, 1), outputs);
+    EXPECT_EQ(session.memory()[0].allocations, before) << "cuda_graph " << cuda_graph;
+    EXPECT_GT(session.memory()[0].weight_bytes, 0u);
+    EXPECT_GE(session.memory()[0].peak_bytes, session.memory()[0].weight_bytes);
+  }
+}
+
+TEST(CudaSession, InputsAndOutputsCanStayOnTheGpu) {
+  REQUIRE_GPU();
+  Session session(kModel, SessionOptions{.device = "cuda"});
+  const Tensor x = input_for(session, 3);
+  const auto want = session.run({{session.inputs()[0].name, x}});
+  void* x_device = nullptr;
+  void* y_device = nullptr;
+  ASSERT_EQ(cudaMalloc(&x_device, x.nbytes()), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&y_device, want[0].nbytes()), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(x_device, x.data(), x.nbytes(), cudaMemcpyHostToDevice), cudaSuccess);
+  const Device gpu{DeviceKind::Cuda, 0};
+  const Tensor in = Tensor::view(x.dtype(), x.shape(), x_device, gpu);
+  std::vector<Tensor> out = {Tensor::view(want[0].dtype(), want[0].shape(), y_device, gpu)};
+  session.run(std::span<const Tensor>(&in, 1), out);
+  Tensor got(want[0].dtype(), want[0].shape());
+  ASSERT_EQ(cudaMemcpy(got.data(), y_device, got.nbytes(), cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_LE(relative_error(got, want[0]), 1e-6);
+  const std::string plan = session.explain(std::span<const Tensor>(&in, 1));
+  EXPECT_EQ(plan.find("cpu->cuda"), std::string::npos) << "no upload expected:\n" << plan;
+  cudaFree(x_device);
+  cudaFree(y_device);
+}
+
+TEST(CudaSession, ProfileTimesGpuNodesWithEvents) {
+  REQUIRE_GPU();
+  Session session(kModel, SessionOptions{.device = "cuda"});
+  const Tensor x = input_for(session, 2);
+  Profile profile;
+  session.run({{session.inputs()[0].name, x}}, RunOptions{&profile});
+  int on_gpu = 0;
+  for (const auto& t : profile.timings) {
+    on_gpu += t.device == "cuda:0";
+    EXPECT_GE(t.duration_ns, 0) << t.node;
+  }
+  EXPECT_GT(on_gpu, 5);
+}
+
+}  // namespace
+}  // namespace ember
