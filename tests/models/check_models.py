@@ -36,6 +36,11 @@ sys.path.insert(0, os.path.join(REPO, "models"))
 
 TOLERANCE = 1e-4
 TRANSFORMER_TOLERANCE = 2e-4
+# On a GPU (float32, TF32 off) summation orders differ from the CPU's far more (cuBLAS
+# and cuDNN split K their own way): the issue's bound is 1e-3.
+GPU_TOLERANCE = 1e-3
+# float16 storage: 11-bit mantissas rounded at every op of a deep network.
+FP16_TOLERANCE = 3e-2
 TRANSFORMERS = ("bert", "gpt2")
 FLOOR_FRACTION = 1e-2
 THREADS = 2
@@ -95,11 +100,14 @@ def ort_session(path):
     return ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
 
 
+EXTRA_INFER_ARGS = []  # --device / --precision from the command line
+
+
 def run_infer(infer, model_path, input_paths, out_dir):
     """Runs the CLI; returns (outputs dict or None, seconds, stderr)."""
     shutil.rmtree(out_dir, ignore_errors=True)  # never let stale outputs pass
     cmd = [infer, model_path] + [f"{n}={p}" for n, p in input_paths.items()] + \
-          ["-o", out_dir, "--threads", str(THREADS)]
+          ["-o", out_dir, "--threads", str(THREADS)] + EXTRA_INFER_ARGS
     start = time.perf_counter()
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=INFER_TIMEOUT_S)
@@ -170,7 +178,10 @@ def main():
     parser.add_argument("--work", required=True, help="folder for built models and outputs")
     parser.add_argument("--models", default=",".join(MODELS),
                         help=f"comma-separated subset of {','.join(MODELS)}")
+    parser.add_argument("--device", default="cpu", help="ember's device: cpu, cuda, cuda:N")
+    parser.add_argument("--precision", default="fp32", choices=["fp32", "fp16"])
     args = parser.parse_args()
+    EXTRA_INFER_ARGS.extend(["--device", args.device, "--precision", args.precision])
     names = [m for m in args.models.split(",") if m]
     unknown = [m for m in names if m not in MODELS]
     if unknown:
@@ -180,16 +191,24 @@ def main():
     infer = os.path.abspath(args.infer)
     work = os.path.abspath(args.work)
 
-    print(f"metric: max |ember - ort| / max(|ort|, {FLOOR_FRACTION:g} * max|ort|) "
-          f"<= {TOLERANCE:g} ({TRANSFORMER_TOLERANCE:g} for {', '.join(TRANSFORMERS)}); "
-          f"ints/bools equal; {THREADS} threads", flush=True)
+    def tolerance_for(name):
+        if args.precision == "fp16":
+            return FP16_TOLERANCE
+        if args.device != "cpu":
+            return GPU_TOLERANCE
+        return TRANSFORMER_TOLERANCE if name in TRANSFORMERS else TOLERANCE
+
+    print(f"ember on {args.device} ({args.precision}) vs ONNX Runtime on the CPU (float32); "
+          f"metric: max |ember - ort| / max(|ort|, {FLOOR_FRACTION:g} * max|ort|) <= "
+          + ", ".join(f"{n} {tolerance_for(n):g}" for n in names)
+          + f"; ints/bools equal; {THREADS} threads", flush=True)
     passed = failed = 0
     for name in names:
         sessions = {}  # one ONNX Runtime session per model file
         for label, path, inputs, case_dir in model_cases(name, work):
             if path not in sessions:
                 sessions[path] = ort_session(path)
-            tolerance = TRANSFORMER_TOLERANCE if name in TRANSFORMERS else TOLERANCE
+            tolerance = tolerance_for(name)
             if check_case(infer, sessions[path], path, label, inputs, case_dir, tolerance):
                 passed += 1
             else:

@@ -8,12 +8,20 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <random>
 
 namespace ember {
 namespace {
 
-const std::string kModel = std::string(EMBER_SOURCE_DIR) + "/models/default/model.onnx";
+// The checkout's root; EMBER_SOURCE_DIR in the environment overrides the one built in,
+// for binaries carried to a GPU machine (scripts/gpu_bundle.sh).
+std::string source_dir() {
+  const char* env = std::getenv("EMBER_SOURCE_DIR");
+  return env ? env : EMBER_SOURCE_DIR;
+}
+
+const std::string kModel = source_dir() + "/models/default/model.onnx";
 
 std::string why_no_gpu() {
   const GpuReport report = list_gpus();

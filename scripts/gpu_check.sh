@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# The whole GPU check, in one call, on a machine with an NVIDIA GPU:
+#   1. build ember for Hopper (sm_90) — or take a bundle built elsewhere (--bundle)
+#   2. the CUDA tests: every CUDA kernel against its CPU kernel, GPU sessions
+#   3. the four models on the GPU against ONNX Runtime, float32 and float16
+#   4. the GPU benchmark beside PyTorch (eager and torch.compile); its table comes last.
+# Usage: scripts/gpu_check.sh [--bundle gpu-bundle.tar.xz] [--quick]
+#   --quick: benchmark batch 1 and 8 only, fewer repeats.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+bundle="" quick=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --bundle) bundle=$2; shift 2 ;;
+    --quick) quick=1; shift ;;
+    *) echo "usage: $0 [--bundle FILE] [--quick]" >&2; exit 2 ;;
+  esac
+done
+
+# cuDNN/cuBLAS may come from Python's nvidia-* wheels rather than the toolkit.
+for dir in /usr/local/cuda/lib64 $(python3 - <<'PY' 2>/dev/null
+import glob, os, nvidia
+for base in nvidia.__path__:
+    for lib in glob.glob(os.path.join(base, "*", "lib")):
+        print(lib)
+PY
+); do
+  LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$dir"
+done
+
+if [ -n "$bundle" ]; then
+  prefix=$(mktemp -d)
+  tar -C "$prefix" -xJf "$bundle" || { echo "cannot unpack $bundle" >&2; exit 1; }
+  bin=$prefix/bin
+  LD_LIBRARY_PATH="$prefix/lib:$LD_LIBRARY_PATH"
+  tests=$bin
+else
+  EMBER_CMAKE_ARGS="-DCMAKE_CUDA_ARCHITECTURES=90 ${EMBER_CMAKE_ARGS:-}" scripts/build.sh || exit 1
+  bin=$root/build
+  tests=$root/build/tests
+fi
+export LD_LIBRARY_PATH EMBER_SOURCE_DIR=$root NVIDIA_TF32_OVERRIDE=0
+work=${EMBER_GPU_WORK:-$root/build-gpu}
+mkdir -p "$work"
+
+declare -a summary
+step() {  # step NAME COMMAND...: runs it, tees its log, records PASS/FAIL
+  local name=$1; shift
+  echo; echo "=== $name: $*"
+  if "$@" 2>&1 | tee "$work/$name.log"; then summary+=("PASS  $name"); else summary+=("FAIL  $name (log: $work/$name.log)"); fi
+}
+
+nvidia-smi -L || true
+step devices "$bin/infer" --devices
+step cuda_kernels "$tests/test_ops_cuda" --gtest_brief=1
+step cuda_sessions "$tests/test_engine_cuda" --gtest_brief=1
+step models_fp32 python3 tests/models/check_models.py --infer "$bin/infer" --work "$work/models" --device cuda
+step models_fp16 python3 tests/models/check_models.py --infer "$bin/infer" --work "$work/models" --device cuda --precision fp16
+batches=1,8,64 repeat=50
+[ $quick = 1 ] && batches=1,8 repeat=20
+step benchmark python3 tools/bench_gpu.py --infer "$bin/infer" --work "$work/models" --batches $batches \
+  --repeat $repeat --markdown
+
+echo; echo "=== summary"
+printf '%s\n' "${summary[@]}"
+echo; echo "=== GPU benchmark (tools/bench_gpu.py)"
+grep '^|' "$work/benchmark.log" || echo "(no table: see $work/benchmark.log)"
+for line in "${summary[@]}"; do case "$line" in FAIL*) exit 1 ;; esac; done
