@@ -506,6 +506,11 @@ std::string explain_plan(const Plan& plan) {
   for (const auto& e : plan.eager) os << "  eager " << e.node->label() << "\n";
   for (const auto& note : plan.notes) os << "  note: " << note << "\n";
   os << "copies inserted: " << copies << "\n";
+  std::vector<Device> devices;
+  for (const auto& [device, _] : plan.arena_bytes) devices.push_back(device);
+  os << "nodes per device:";
+  for (const Device& d : devices) os << " " << d.to_string() << " " << plan.node_steps_on(d);
+  os << " (of " << plan.node_steps() << ")\n";
   for (const auto& [device, bytes] : plan.arena_bytes)
     os << "peak arena on " << device.to_string() << ": " << format_bytes(bytes) << "\n";
   return os.str();

@@ -176,7 +176,11 @@ std::vector<Tensor> Session::make_outputs(std::span<const Tensor> inputs) {
 
 std::string Session::explain(std::span<const Tensor> inputs) {
   impl_->check_inputs(inputs);
-  return explain_plan(impl_->plan_for(inputs));
+  std::string text = explain_plan(impl_->plan_for(inputs));
+  for (const DeviceMemory& m : memory())
+    if (m.weight_bytes)
+      text += "weights on " + m.device + ": " + std::to_string(m.weight_bytes) + " bytes, uploaded once\n";
+  return text;
 }
 
 std::vector<Tensor> Session::run(const std::vector<std::pair<std::string, Tensor>>& named,
