@@ -146,7 +146,10 @@ class PlanBuilder {
     }
 
     if (fold(node, opset, in_ids, types, values, all_known)) return;
-    Choice choice = choose_kernel(node, opset, types, values, out_types);
+    std::vector<Device> in_devices;
+    for (int id : in_ids)
+      if (id >= 0) in_devices.push_back(plan_->values[id].device);
+    Choice choice = choose_kernel(node, opset, types, values, out_types, in_devices);
     if (!choice.backend) {
       // A fused node no kernel can take (a residual that broadcasts, a device without
       // the fused op) runs as the nodes it was fused from.
@@ -225,12 +228,36 @@ class PlanBuilder {
     size_t workspace = 0;
   };
 
+  // Small integer tensors read from the host and written for it (the shape
+  // computations exported models are full of) stay there: on a device each would cost
+  // a copy up and a wait for the copy back.
+  static bool is_shape_arithmetic(const std::vector<Device>& in_devices, const std::vector<TensorType>& types,
+                                  const std::vector<TensorType>& out_types) {
+    constexpr int64_t kSmall = 1024;
+    auto small_integers = [](const TensorType& t) {
+      return !t.present() || ((t.dtype == DType::Int64 || t.dtype == DType::Int32 || t.dtype == DType::Bool) &&
+                              shape_numel(t.shape) <= kSmall);
+    };
+    for (const Device& d : in_devices)
+      if (d.kind != DeviceKind::Cpu) return false;
+    for (const auto* list : {&types, &out_types})
+      for (const TensorType& t : *list)
+        if (!small_integers(t)) return false;
+    return true;
+  }
+
   Choice choose_kernel(const Node& node, int64_t opset, const std::vector<TensorType>& types,
-                       const std::vector<const Tensor*>& values,
-                       const std::vector<TensorType>& out_types) {
+                       const std::vector<const Tensor*>& values, const std::vector<TensorType>& out_types,
+                       const std::vector<Device>& in_devices) {
     std::string reasons;
+    const bool shape_arithmetic = is_shape_arithmetic(in_devices, types, out_types);
     for (Backend* backend : backends_) {
       const Device device = backend->device();
+      if (shape_arithmetic && device.kind != DeviceKind::Cpu) {
+        reasons += (reasons.empty() ? "" : "; ") + device.to_string() +
+                   ": shape arithmetic stays on the host";
+        continue;
+      }
       auto entries = find_kernels(node.domain, node.op_type, opset, device.kind);
       if (entries.empty()) {
         reasons += (reasons.empty() ? "" : "; ") + device.to_string() + ": no kernel for " +
@@ -242,7 +269,13 @@ class PlanBuilder {
         init.num_threads = options_.num_threads;
         init.device_context = backend->plan_context();
         std::string why;
-        std::unique_ptr<Kernel> kernel = entry->factory(init, &why);
+        std::unique_ptr<Kernel> kernel;
+        try {
+          kernel = entry->factory(init, &why);
+        } catch (const Error& e) {  // a device library failing at plan time
+          const std::string what = e.what();
+          throw Error(what.rfind(node.label(), 0) == 0 ? what : node.label() + " on " + device.to_string() + ": " + what);
+        }
         if (kernel) {
           if (!reasons.empty())
             plan_->notes.push_back(node.label() + " runs on " + device.to_string() + " (" +

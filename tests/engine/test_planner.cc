@@ -62,6 +62,16 @@ EMBER_KERNEL("AddOne", kDomain, 1, kMaxOpset, DeviceKind::Test, refuse);
 EMBER_KERNEL_FLAGS("View", kDomain, 1, kMaxOpset, DeviceKind::Test, (make_affine<1, 0>),
                    KernelFlags{.output_aliases_input0 = true});
 
+// y = x + 1 on int64, on both devices: shape arithmetic when small.
+void int_inc(const RunArgs& a) {
+  for (int64_t i = 0; i < a.inputs[0]->numel(); ++i)
+    a.outputs[0]->data_as<int64_t>()[i] = a.inputs[0]->data_as<int64_t>()[i] + 1;
+}
+std::unique_ptr<Kernel> make_int_inc(KernelInit&, std::string*) { return std::make_unique<FunctionKernel>(&int_inc); }
+EMBER_SCHEMA("IntInc", kDomain, infer_same_as_input0);
+EMBER_KERNEL("IntInc", kDomain, 1, kMaxOpset, DeviceKind::Cpu, make_int_inc);
+EMBER_KERNEL("IntInc", kDomain, 1, kMaxOpset, DeviceKind::Test, make_int_inc);
+
 // y = x[:n] with n an int64 input: a shape only the data can tell.
 std::vector<TensorType> infer_take(const InferContext& ctx) {
   const int64_t n = *ctx.value(1).data_as<int64_t>();
@@ -236,6 +246,22 @@ TEST(Executor, CapturedDeviceStepsReplayAndAreRecordedAgainWhenCallerBuffersMove
   }
   EXPECT_EQ(f.test_device.captures.load(), 3);  // x, then x2
   EXPECT_EQ(f.test_device.replays.load(), 6);
+}
+
+TEST(Planner, SmallIntegerArithmeticOnHostValuesStaysOnTheHost) {
+  Fixture f;
+  Graph g;
+  g.opset_imports[kDomain] = 1;
+  g.inputs.push_back({"s", DType::Int64, {{-1, "n"}}, true});
+  g.nodes = {node("IntInc", {"s"}, "t")};
+  g.outputs.push_back({"t", DType::Int64, {}, false});
+  auto small = build_plan(g, std::vector<Shape>{{4}}, f.backends, f.weights, {});
+  EXPECT_EQ(small->node_steps_on(Device{}), 1u);
+  ASSERT_FALSE(small->notes.empty());
+  EXPECT_NE(small->notes[0].find("shape arithmetic stays on the host"), std::string::npos) << small->notes[0];
+  // A large integer tensor is data, not a shape: it goes to the preferred device.
+  auto large = build_plan(g, std::vector<Shape>{{5000}}, f.backends, f.weights, {});
+  EXPECT_EQ(large->node_steps_on(Device{DeviceKind::Test, 0}), 1u);
 }
 
 TEST(Planner, ArenaValuesLiveAtTheSameTimeDoNotOverlap) {
