@@ -31,6 +31,7 @@ struct Session::Impl {
   const Plan& plan_for(std::span<const Tensor> inputs, std::span<const Tensor> outputs = {});
   void check_inputs(std::span<const Tensor> inputs) const;
   bool runs_on(Device device) const;
+  void upload_weights();
   void warn_if_mostly_on_host(const Plan& plan) const;
 };
 
@@ -90,6 +91,25 @@ void Session::Impl::check_inputs(std::span<const Tensor> inputs) const {
   }
 }
 
+// Weights go to each device once, when the session is made: every float initializer
+// read by an op the device has kernels for. (A weight whose node the device's kernel
+// later declines stays uploaded but unused; weights found missing at plan time are
+// uploaded then, still once.)
+void Session::Impl::upload_weights() {
+  for (Backend* b : backends) {
+    if (b->device().kind == DeviceKind::Cpu) continue;
+    for (const Node& node : graph.nodes) {
+      if (find_kernels(node.domain, node.op_type, graph.opset(node.domain), b->device().kind).empty()) continue;
+      for (const std::string& name : node.inputs) {
+        auto it = name.empty() ? graph.initializers.end() : graph.initializers.find(name);
+        if (it == graph.initializers.end()) continue;
+        const DType t = it->second.dtype();
+        if (t == DType::Float32 || t == DType::Float16 || t == DType::BFloat16) weights.get(name, it->second, *b);
+      }
+    }
+  }
+}
+
 bool Session::Impl::runs_on(Device device) const {
   for (const Backend* b : backends)
     if (b->device() == device) return true;
@@ -146,6 +166,7 @@ Session::Session(const std::string& model_path, SessionOptions options)
   impl_->graph = load_model(model_path);
   check_supported(impl_->graph, impl_->backends);
   if (options.optimize) optimize_graph(impl_->graph);
+  impl_->upload_weights();
   for (const auto& v : impl_->graph.inputs) impl_->input_descs.push_back(describe(v));
   for (const auto& v : impl_->graph.outputs) impl_->output_descs.push_back(describe(v));
 }
