@@ -1,12 +1,8 @@
-// MatMul, Gemm and their com.ember fused forms (bias, activation) on cuBLASLt.
-//
-// cuBLASLt is column-major; ember's tensors are row-major. A row-major [r, c] matrix
-// is the column-major [c, r] one with the same bytes, so Y = op(A) op(B) is computed
-// as Y^T = op(B)^T op(A)^T: cuBLASLt's "A" operand is our B, its "B" is our A, and its
-// D (rows = N, cols = M, ld = N) is our Y. Its bias epilogue adds a vector of D's row
-// count (our N) to every column, which is our row bias.
+// MatMul, Gemm and their com.ember fused forms (bias, activation) on cuBLASLt. The
+// batch layout and the row-major to column-major mapping are in matmul_plan.h.
 #include "ops/cuda/cuda_common.h"
 #include "ops/cuda/dense_epilogue.h"
+#include "ops/cuda/matmul_plan.h"
 #include "ops/registry.h"
 
 #include <ember/error.h>
@@ -22,7 +18,6 @@ namespace {
 using cuda::check;
 
 constexpr size_t kMaxWorkspace = size_t{32} << 20;  // the most one matmul may ask for
-constexpr size_t kMaxCalls = 1024;                   // host-looped outer batches
 constexpr uint32_t kAlignment = 16;                  // bytes we promise for every base pointer
 
 // The largest power of two (at most 16) dividing `bytes`: the alignment of base + bytes
@@ -33,20 +28,7 @@ uint32_t alignment_of(int64_t bytes) {
   return a;
 }
 
-// One row-major problem: Y[batch][m, n] = alpha * op(A)[m, k] op(B)[k, n] (+ ...).
-// Stored A is [m, k] ([k, m] when trans_a), stored B is [k, n] ([n, k] when trans_b).
-// `batch` matrices are one strided cuBLASLt call (a stride of 0 repeats the operand);
-// `calls` are the element offsets of each call (several only when the batch dims
-// broadcast in a way one stride cannot express).
-struct Problem {
-  int64_t m = 0, n = 0, k = 0;
-  bool trans_a = false, trans_b = false;
-  int64_t batch = 1, stride_a = 0, stride_b = 0, stride_y = 0;
-  struct Call {
-    int64_t a = 0, b = 0, y = 0;
-  };
-  std::vector<Call> calls{Call{}};
-};
+using Problem = cuda::MatmulProblem;
 
 // The cuBLASLt part of a kernel: layouts, epilogue and algorithm fixed at plan time.
 class LtMatmul {
@@ -62,8 +44,6 @@ class LtMatmul {
     c_full_ = c_full;
     type_ = dtype == DType::Float16 ? CUDA_R_16F : CUDA_R_32F;
     esize_ = dtype == DType::Float16 ? 2 : 4;
-    op_a_ = p.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;  // cuBLASLt's A is our B
-    op_b_ = p.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;  // cuBLASLt's B is our A
     epilogue_ = epilogue;
     if (bias) {
       epilogue_ = epilogue == CUBLASLT_EPILOGUE_RELU   ? CUBLASLT_EPILOGUE_RELU_BIAS
@@ -72,12 +52,12 @@ class LtMatmul {
     }
     has_bias_ = bias;
 
-    // Stored B: [k, n] is column-major n x k (ld n); [n, k] is column-major k x n (ld k).
-    set_layout(&a_, p.trans_b ? p.k : p.n, p.trans_b ? p.n : p.k, p.trans_b ? p.k : p.n, p.stride_b);
-    // Stored A: [m, k] is column-major k x m (ld k); [k, m] is column-major m x k (ld m).
-    set_layout(&b_, p.trans_a ? p.m : p.k, p.trans_a ? p.k : p.m, p.trans_a ? p.m : p.k, p.stride_a);
-    set_layout(&d_, p.n, p.m, p.n, p.stride_y);
-    // C is read with D's layout (batch 1 whenever C is a separate matrix).
+    const cuda::LtMapping map = cuda::lt_mapping(p);
+    op_a_ = map.a.transpose ? CUBLAS_OP_T : CUBLAS_OP_N;
+    op_b_ = map.b.transpose ? CUBLAS_OP_T : CUBLAS_OP_N;
+    set_layout(&a_, map.a);
+    set_layout(&b_, map.b);
+    set_layout(&d_, map.d);  // C is read with D's layout (batch 1 whenever C is a separate matrix)
 
     uint32_t align_a = kAlignment, align_b = kAlignment, align_d = kAlignment;
     for (const Problem::Call& c : p.calls) {
@@ -138,9 +118,10 @@ class LtMatmul {
   }
 
  private:
-  void set_layout(cublasLtMatrixLayoutOpaque_t* l, int64_t rows, int64_t cols, int64_t ld, int64_t stride) const {
-    check(cublasLtMatrixLayoutInit(l, type_, static_cast<uint64_t>(rows), static_cast<uint64_t>(cols), ld),
+  void set_layout(cublasLtMatrixLayoutOpaque_t* l, const cuda::LtOperand& o) const {
+    check(cublasLtMatrixLayoutInit(l, type_, static_cast<uint64_t>(o.rows), static_cast<uint64_t>(o.cols), o.ld),
           "cublasLtMatrixLayoutInit");
+    const int64_t stride = o.batch_stride;
     if (p_.batch > 1) {
       const int32_t count = static_cast<int32_t>(p_.batch);
       check(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)),
@@ -209,87 +190,6 @@ bool same_float_inputs(const KernelInit& init, std::string* why_not) {
   return true;
 }
 
-// The batch layout of MatMul's broadcast batch dims: the longest run of inner batch
-// dims over which each operand is either repeated (stride 0) or contiguous becomes
-// one strided call; the outer dims are looped on the host.
-bool batch_problem(const Shape& a_in, const Shape& b_in, Problem* p, std::string* why_not) {
-  Shape a = a_in, b = b_in;
-  if (a.size() == 1) a.insert(a.begin(), 1);
-  if (b.size() == 1) b.push_back(1);
-  p->m = a[a.size() - 2];
-  p->k = a.back();
-  p->n = b.back();
-  const Shape ab(a.begin(), a.end() - 2), bb(b.begin(), b.end() - 2);
-  const int64_t mk = p->m * p->k, kn = p->k * p->n, mn = p->m * p->n;
-  if (shape_numel(bb) == 1) {  // B is one matrix: A's batch folds into M
-    p->m *= shape_numel(ab);
-    return true;
-  }
-  // Batch dims right-aligned, with each operand's own row-major batch strides.
-  const size_t rank = std::max(ab.size(), bb.size());
-  std::vector<int64_t> ad(rank, 1), bd(rank, 1), yd(rank), as(rank, 0), bs(rank, 0);
-  std::copy(ab.begin(), ab.end(), ad.begin() + (rank - ab.size()));
-  std::copy(bb.begin(), bb.end(), bd.begin() + (rank - bb.size()));
-  int64_t sa = mk, sb = kn;
-  for (size_t i = rank; i-- > 0;) {
-    yd[i] = std::max(ad[i], bd[i]);
-    as[i] = ad[i] == 1 ? 0 : sa;
-    bs[i] = bd[i] == 1 ? 0 : sb;
-    sa *= ad[i];
-    sb *= bd[i];
-  }
-  // Inner run: a dim joins while each operand stays repeated, or stays contiguous
-  // (its stride equals the matrix size times the run's count so far).
-  size_t inner_begin = rank;
-  int64_t count = 1;
-  int a_mode = -1, b_mode = -1;  // -1 unset, 0 repeated, 1 contiguous
-  for (size_t i = rank; i-- > 0;) {
-    if (yd[i] == 1) {
-      inner_begin = i;
-      continue;
-    }
-    const int am = as[i] == 0 ? 0 : 1, bm = bs[i] == 0 ? 0 : 1;
-    if ((a_mode >= 0 && am != a_mode) || (b_mode >= 0 && bm != b_mode)) break;
-    if ((am == 1 && as[i] != mk * count) || (bm == 1 && bs[i] != kn * count)) break;
-    a_mode = am;
-    b_mode = bm;
-    count *= yd[i];
-    inner_begin = i;
-  }
-  p->batch = count;
-  p->stride_a = a_mode == 1 ? mk : 0;
-  p->stride_b = b_mode == 1 ? kn : 0;
-  p->stride_y = mn;
-  // Outer dims: one call per index, offsets precomputed.
-  int64_t outer = 1;
-  for (size_t i = 0; i < inner_begin; ++i) outer *= yd[i];
-  if (outer > static_cast<int64_t>(kMaxCalls)) {
-    *why_not = "the batch dims broadcast into " + std::to_string(outer) + " separate matmuls (at most " +
-               std::to_string(kMaxCalls) + ")";
-    return false;
-  }
-  if (count > INT32_MAX) {
-    *why_not = "more than 2^31 batched matrices";
-    return false;
-  }
-  p->calls.clear();
-  std::vector<int64_t> idx(inner_begin, 0);
-  for (int64_t o = 0; o < outer; ++o) {
-    Problem::Call c;
-    for (size_t i = 0; i < inner_begin; ++i) {
-      c.a += idx[i] * as[i];
-      c.b += idx[i] * bs[i];
-    }
-    c.y = o * count * mn;
-    p->calls.push_back(c);
-    for (size_t i = inner_begin; i-- > 0;) {  // next multi-index, last dim fastest
-      if (++idx[i] < yd[i]) break;
-      idx[i] = 0;
-    }
-  }
-  return true;
-}
-
 // MatMul and FusedMatMul (A, B, optional bias [N]).
 class MatMulKernel final : public Kernel {
  public:
@@ -335,7 +235,7 @@ std::unique_ptr<Kernel> make_matmul(KernelInit& init, std::string* why_not) {
   cuda::Activation act;
   if (!cuda::parse_activation(init, &act, why_not)) return nullptr;
   Problem p;
-  if (!batch_problem(init.inputs[0].shape, init.inputs[1].shape, &p, why_not)) return nullptr;
+  if (!cuda::matmul_batch_problem(init.inputs[0].shape, init.inputs[1].shape, &p, why_not)) return nullptr;
   if (p.k == 0 && shape_numel(init.outputs[0].shape) > 0) {
     *why_not = "an empty inner dimension (K = 0)";
     return nullptr;
