@@ -10,6 +10,7 @@
 #include "graph/schemas/window.h"
 #include "ops/cuda/conv_cudnn.h"
 #include "ops/cuda/conv_impl.h"
+#include "ops/cuda/conv_plan.h"
 #include "ops/cuda/dense_epilogue.h"
 #include "ops/registry.h"
 
@@ -38,26 +39,21 @@ class ConvKernel final : public Kernel {
     y_numel_ = shape_numel(y);
     if (y_numel_ == 0) return true;
 
-    // Symmetric part to cuDNN, the rest into a padded copy of X.
-    Shape xpad = x;
+    // The symmetric part of the pads to cuDNN, the rest into a padded copy of X.
+    const cuda::ConvPadding padding = cuda::conv_padding(x, g);
+    pad_ = padding.copy;
+    pad_args_ = padding.copy_args;
+    Shape xpad = padding.padded_x;
     std::vector<int> pads(sd), strides(sd), dilations(sd);
     for (size_t i = 0; i < sd; ++i) {
-      const int64_t sym = std::min(g.pads_begin[i], g.pads_end[i]);
-      const int64_t extra_begin = g.pads_begin[i] - sym, extra_end = g.pads_end[i] - sym;
-      pad_ |= extra_begin > 0 || extra_end > 0;
-      xpad[2 + i] += extra_begin + extra_end;
-      pad_args_.shift[3 - sd + i] = extra_begin;
-      pad_args_.in[3 - sd + i] = x[2 + i];
-      pad_args_.out[3 - sd + i] = xpad[2 + i];
-      if (sym > INT32_MAX || g.strides[i] > INT32_MAX || g.dilations[i] > INT32_MAX) {
+      if (padding.symmetric[i] > INT32_MAX || g.strides[i] > INT32_MAX || g.dilations[i] > INT32_MAX) {
         *why_not = "pads, strides or dilations beyond cuDNN's int range";
         return false;
       }
-      pads[i] = static_cast<int>(sym);
+      pads[i] = static_cast<int>(padding.symmetric[i]);
       strides[i] = static_cast<int>(g.strides[i]);
       dilations[i] = static_cast<int>(g.dilations[i]);
     }
-    pad_args_.planes = x[0] * x[1];
     Shape wd = w, yd = y;
     if (sd == 1) {  // 1-D as 2-D with height 1
       xpad.insert(xpad.begin() + 2, 1);

@@ -10,6 +10,7 @@
 #include "graph/schemas/window.h"
 #include "ops/cuda/conv_cudnn.h"
 #include "ops/cuda/conv_impl.h"
+#include "ops/cuda/conv_plan.h"
 #include "ops/cuda/dense_epilogue.h"
 #include "ops/registry.h"
 
@@ -37,28 +38,20 @@ class ConvTransposeKernel final : public Kernel {
     has_bias_ = init.inputs.size() > 2 && init.inputs[2].present();
     y_numel_ = shape_numel(y);
 
-    direct_ = true;
-    for (size_t i = 0; i < sd; ++i)
-      direct_ &= g.pads_begin[i] == g.pads_end[i] && t.output_padding[i] == 0;
-    Shape full = y;  // what cuDNN writes
+    const cuda::DeconvGeometry geometry = cuda::deconv_geometry(x, y, t);
+    direct_ = geometry.direct;
+    crop_ = geometry.crop;
+    const Shape& full = geometry.full;  // what cuDNN writes
     std::vector<int> pads(sd), strides(sd), dilations(sd);
     for (size_t i = 0; i < sd; ++i) {
-      const int64_t dk = (g.kernel[i] - 1) * g.dilations[i] + 1;
-      if (!direct_) {
-        full[2 + i] = g.strides[i] * (x[2 + i] - 1) + dk;
-        crop_.shift[3 - sd + i] = -g.pads_begin[i];
-        crop_.in[3 - sd + i] = full[2 + i];
-        crop_.out[3 - sd + i] = y[2 + i];
-      }
-      if (g.pads_begin[i] > INT32_MAX || g.strides[i] > INT32_MAX || g.dilations[i] > INT32_MAX) {
+      if (geometry.pads[i] > INT32_MAX || g.strides[i] > INT32_MAX || g.dilations[i] > INT32_MAX) {
         *why_not = "pads, strides or dilations beyond cuDNN's int range";
         return false;
       }
-      pads[i] = direct_ ? static_cast<int>(g.pads_begin[i]) : 0;
+      pads[i] = static_cast<int>(geometry.pads[i]);
       strides[i] = static_cast<int>(g.strides[i]);
       dilations[i] = static_cast<int>(g.dilations[i]);
     }
-    crop_.planes = y[0] * y[1];
     Shape xd = x, wd = w, fd = full;
     if (sd == 1) {
       xd.insert(xd.begin() + 2, 1);
