@@ -111,8 +111,10 @@ class ConvKernel final : public Kernel {
     }
 
     if (!choose_algorithm(cuda::stream_context(init), why_not)) return false;
-    pad_at_ = cuda::align_up(cudnn_workspace_);
-    init.workspace_bytes = pad_ ? pad_at_ + static_cast<size_t>(shape_numel(xpad)) * esize_ : cudnn_workspace_;
+    // [cuDNN's scratch, raised to 256 bytes | the padded copy of X]
+    pad_at_ = cuda::align_up(cudnn_workspace_ + cuda::kScratchSlack);
+    init.workspace_bytes = pad_ ? pad_at_ + static_cast<size_t>(shape_numel(xpad)) * esize_
+                                : cudnn_workspace_ + cuda::kScratchSlack;
     return true;
   }
 
@@ -130,6 +132,7 @@ class ConvKernel final : public Kernel {
     }
     const void* w = args.inputs[1]->data();
     void* y = args.outputs[0]->data();
+    void* scratch = cuda::scratch_start(args.workspace);
     const float one = 1.f, zero = 0.f;
     if (fused_) {
       // y = relu(conv(x) + alpha2 * z + bias); without a residual z is y itself with
@@ -137,14 +140,14 @@ class ConvKernel final : public Kernel {
       const float alpha2 = has_residual_ ? 1.f : 0.f;
       const void* z = has_residual_ ? args.inputs[3]->data() : y;
       check(cudnnConvolutionBiasActivationForward(ctx.cudnn, &one, x_desc_.get(), x, w_desc_.get(), w,
-                                                  conv_desc_.get(), algo_, args.workspace, cudnn_workspace_, &alpha2,
+                                                  conv_desc_.get(), algo_, scratch, cudnn_workspace_, &alpha2,
                                                   y_desc_.get(), z, bias_desc_.get(), args.inputs[2]->data(),
                                                   relu_desc_.get(), y_desc_.get(), y),
             "cudnnConvolutionBiasActivationForward");
       return;
     }
     check(cudnnConvolutionForward(ctx.cudnn, &one, x_desc_.get(), x, w_desc_.get(), w, conv_desc_.get(), algo_,
-                                  args.workspace, cudnn_workspace_, &zero, y_desc_.get(), y),
+                                  scratch, cudnn_workspace_, &zero, y_desc_.get(), y),
           "cudnnConvolutionForward");
     if (epilogue_needed_) {
       cuda::EpilogueArgs e = epilogue_;

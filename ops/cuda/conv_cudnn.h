@@ -69,4 +69,12 @@ inline void set_filter(const FilterDesc& d, DType t, const Shape& shape) {
 // Rounds a workspace slice up so the next one stays 256-byte aligned.
 inline size_t align_up(size_t bytes) { return (bytes + 255) / 256 * 256; }
 
+// The library's scratch is the workspace's first slice, its pointer raised to a
+// 256-byte boundary (the arena promises 64): reserve library_bytes + kScratchSlack.
+inline constexpr size_t kScratchSlack = 256;
+inline void* scratch_start(void* workspace) {
+  const uintptr_t p = reinterpret_cast<uintptr_t>(workspace);
+  return reinterpret_cast<void*>((p + 255) / 256 * 256);
+}
+
 }  // namespace ember::cuda

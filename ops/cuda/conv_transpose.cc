@@ -117,8 +117,10 @@ class ConvTransposeKernel final : public Kernel {
                  std::to_string(cuda::kConvWorkspaceLimit >> 20) + " MiB of workspace";
       return false;
     }
-    full_at_ = cuda::align_up(cudnn_workspace_);
-    init.workspace_bytes = direct_ ? cudnn_workspace_ : full_at_ + static_cast<size_t>(shape_numel(full)) * esize_;
+    // [cuDNN's scratch, raised to 256 bytes | the full-size result when cropped]
+    full_at_ = cuda::align_up(cudnn_workspace_ + cuda::kScratchSlack);
+    init.workspace_bytes = direct_ ? cudnn_workspace_ + cuda::kScratchSlack
+                                   : full_at_ + static_cast<size_t>(shape_numel(full)) * esize_;
     return true;
   }
 
@@ -128,8 +130,8 @@ class ConvTransposeKernel final : public Kernel {
     void* dst = direct_ ? y : static_cast<char*>(args.workspace) + full_at_;
     const float one = 1.f, zero = 0.f;
     check(cudnnConvolutionBackwardData(ctx.cudnn, &one, w_desc_.get(), args.inputs[1]->data(), dy_desc_.get(),
-                                       args.inputs[0]->data(), conv_desc_.get(), algo_, args.workspace,
-                                       cudnn_workspace_, &zero, dx_desc_.get(), dst),
+                                       args.inputs[0]->data(), conv_desc_.get(), algo_,
+                                       cuda::scratch_start(args.workspace), cudnn_workspace_, &zero, dx_desc_.get(), dst),
           "cudnnConvolutionBackwardData");
     if (!direct_) {
       cuda::ShiftCopyArgs c = crop_;

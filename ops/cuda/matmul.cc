@@ -88,7 +88,8 @@ class LtMatmul {
     }
     algo_ = result.algo;
     workspace_ = result.workspaceSize;
-    *workspace = std::max(*workspace, workspace_);
+    // Slack to raise the arena's 64-byte aligned pointer to 256 bytes in run().
+    *workspace = std::max(*workspace, workspace_ ? workspace_ + 256 : 0);
     return true;
   }
 
@@ -105,6 +106,8 @@ class LtMatmul {
     init_desc(&desc, has_bias_ ? bias : nullptr);
     // cublasLtMatmul only reads the layouts; the API takes them non-const.
     auto layout = [](const cublasLtMatrixLayoutOpaque_t& l) { return const_cast<cublasLtMatrixLayoutOpaque_t*>(&l); };
+    void* scratch = workspace_ ? reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(workspace) + 255) / 256 * 256)
+                               : nullptr;
     const char* a_bytes = static_cast<const char*>(a);
     const char* b_bytes = static_cast<const char*>(b);
     char* y_bytes = static_cast<char*>(y);
@@ -112,7 +115,7 @@ class LtMatmul {
       void* d = y_bytes + call.y * esize_;
       const void* cp = c_full_ ? c : d;
       check(cublasLtMatmul(ctx.blaslt, &desc, &alpha_, b_bytes + call.b * esize_, layout(a_), a_bytes + call.a * esize_,
-                           layout(b_), &beta_, cp, layout(d_), d, layout(d_), &algo_, workspace, workspace_, ctx.stream),
+                           layout(b_), &beta_, cp, layout(d_), d, layout(d_), &algo_, scratch, workspace_, ctx.stream),
             "cublasLtMatmul");
     }
   }
