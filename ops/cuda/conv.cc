@@ -135,8 +135,8 @@ class ConvKernel final : public Kernel {
     void* scratch = cuda::scratch_start(args.workspace);
     const float one = 1.f, zero = 0.f;
     if (fused_) {
-      // y = relu(conv(x) + alpha2 * z + bias); without a residual z is y itself with
-      // alpha2 = 0 (cuDNN's documented way to leave z out).
+      // y = relu(conv(x) + alpha2 * z + bias). The API wants a z: without a residual
+      // it is y itself with alpha2 = 0 (what PyTorch passes for conv + bias + relu).
       const float alpha2 = has_residual_ ? 1.f : 0.f;
       const void* z = has_residual_ ? args.inputs[3]->data() : y;
       check(cudnnConvolutionBiasActivationForward(ctx.cudnn, &one, x_desc_.get(), x, w_desc_.get(), w,
