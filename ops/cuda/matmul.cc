@@ -249,8 +249,7 @@ std::unique_ptr<Kernel> make_matmul(KernelInit& init, std::string* why_not) {
 }
 
 // Gemm and FusedGemm: Y = act(alpha * op(A) op(B) + beta * C), C broadcasting to
-// [M, N]. A full C is cuBLASLt's C; a row vector with beta = 1 is its bias; any other
-// C (a scalar, a column, a row with beta != 1) is added by our epilogue pass.
+// [M, N] (cuda::gemm_c says who adds it).
 class GemmKernel final : public Kernel {
  public:
   bool plan(KernelInit& init, const cuda::Activation& act, std::string* why_not) {
@@ -270,23 +269,17 @@ class GemmKernel final : public Kernel {
       *why_not = "an empty inner dimension (K = 0)";
       return false;
     }
-    const bool has_c = init.inputs.size() > 2 && init.inputs[2].present() && beta != 0.f;
-    Shape cs;
-    if (has_c) {
-      const Shape& c = init.inputs[2].shape;
-      cs = c.size() == 2 ? c : Shape{1, c.empty() ? 1 : c[0]};  // [] and [x] are rows
-    }
-    const bool full_c = has_c && cs[0] == p.m && cs[1] == p.n && (p.m > 1 || p.n == 1);
-    const bool row_c = has_c && !full_c && cs[0] == 1 && cs[1] == p.n && p.n > 1;
-    c_full_ = full_c;
-    lt_bias_ = row_c && beta == 1.f;
+    const bool has_c = init.inputs.size() > 2 && init.inputs[2].present();
+    const cuda::GemmC c = cuda::gemm_c(p.m, p.n, has_c, has_c ? init.inputs[2].shape : Shape{}, beta);
+    c_full_ = c.kind == cuda::GemmC::Full;
+    lt_bias_ = c.kind == cuda::GemmC::Bias;
     cublasLtEpilogue_t lt_act = lt_activation(act);
-    if (has_c && !c_full_ && !lt_bias_) {  // our pass adds beta * C, then the activation
-      add_c_ = true;  // epilogue_.add is set per run
+    if (c.kind == cuda::GemmC::Add) {  // our pass adds beta * C, then the activation
+      add_c_ = true;                   // epilogue_.add is set per run
       epilogue_.add_scale = beta;
       epilogue_.add_cols = p.n;
-      epilogue_.add_row_stride = cs[0] == 1 ? 0 : cs[1];
-      epilogue_.add_col_stride = cs[1] == 1 ? 0 : 1;
+      epilogue_.add_row_stride = c.row_stride;
+      epilogue_.add_col_stride = c.col_stride;
       lt_act = CUBLASLT_EPILOGUE_DEFAULT;
     }
     if (lt_act == CUBLASLT_EPILOGUE_DEFAULT) epilogue_.act = act;

@@ -95,4 +95,21 @@ LtMapping lt_mapping(const MatmulProblem& p) {
   return l;
 }
 
+GemmC gemm_c(int64_t m, int64_t n, bool has_c, const Shape& c_shape, float beta) {
+  GemmC g;
+  if (!has_c || beta == 0.f) return g;  // as the CPU kernel: beta = 0 ignores C
+  // [] and [x] broadcast as rows [1, x].
+  const Shape cs = c_shape.size() == 2 ? c_shape : Shape{1, c_shape.empty() ? 1 : c_shape[0]};
+  if (cs[0] == m && cs[1] == n && (m > 1 || n == 1)) {
+    g.kind = GemmC::Full;
+  } else if (cs[0] == 1 && cs[1] == n && n > 1 && beta == 1.f) {
+    g.kind = GemmC::Bias;
+  } else {
+    g.kind = GemmC::Add;
+    g.row_stride = cs[0] == 1 ? 0 : cs[1];
+    g.col_stride = cs[1] == 1 ? 0 : 1;
+  }
+  return g;
+}
+
 }  // namespace ember::cuda

@@ -50,4 +50,15 @@ struct LtMapping {
 
 LtMapping lt_mapping(const MatmulProblem& p);
 
+// How Gemm adds beta * C (C broadcasting to [m, n]): a full C is cuBLASLt's C matrix;
+// a row [n] with beta = 1 is its bias epilogue; anything else (a scalar, a column, a
+// row with beta != 1) is our epilogue pass, reading C[(i / n) * row_stride + (i % n) *
+// col_stride] for element i of Y.
+struct GemmC {
+  enum Kind { None, Full, Bias, Add } kind = None;
+  int64_t row_stride = 0, col_stride = 0;  // Add only
+};
+
+GemmC gemm_c(int64_t m, int64_t n, bool has_c, const Shape& c_shape, float beta);
+
 }  // namespace ember::cuda

@@ -175,6 +175,32 @@ TEST(CudaMatmulPlan, GemmTransposes) {
     }
 }
 
+// Gemm's beta * C, as each path adds it, against numpy broadcasting.
+TEST(CudaMatmulPlan, GemmCEveryBroadcast) {
+  for (int64_t m : {1, 3})
+    for (int64_t n : {1, 4})
+      for (const Shape& c_shape : {Shape{}, Shape{1}, Shape{n}, Shape{1, 1}, Shape{1, n}, Shape{m, 1}, Shape{m, n}})
+        for (float beta : {0.f, 1.f, 2.f}) {
+          SCOPED_TRACE("m " + std::to_string(m) + " n " + std::to_string(n) + " C " + shape_to_string(c_shape) +
+                       " beta " + std::to_string(beta));
+          const std::vector<float> c = random_values(shape_numel(c_shape), 5);
+          const GemmC g = gemm_c(m, n, true, c_shape, beta);
+          const Shape c2 = c_shape.size() == 2 ? c_shape : Shape{1, c_shape.empty() ? 1 : c_shape[0]};
+          for (int64_t i = 0; i < m * n; ++i) {
+            const int64_t r = i / n, col = i % n;
+            const double want = beta * c[(c2[0] == 1 ? 0 : r) * c2[1] + (c2[1] == 1 ? 0 : col)];
+            double got = 0;
+            switch (g.kind) {
+              case GemmC::None: break;
+              case GemmC::Full: got = beta * c[i]; break;  // cuBLASLt's C, ld n
+              case GemmC::Bias: got = c[col]; break;      // the bias epilogue: unscaled, per column
+              case GemmC::Add: got = beta * c[r * g.row_stride + col * g.col_stride]; break;
+            }
+            ASSERT_NEAR(got, want, 1e-6) << "element " << i << ", path " << g.kind;
+          }
+        }
+}
+
 TEST(CudaMatmulPlan, DeclinesTooManyCalls) {
   MatmulProblem p;
   std::string why;
