@@ -1,0 +1,77 @@
+// BatchNormalization in inference mode on CUDA: y = x * a[c] + b[c] with a = scale /
+// sqrt(var + eps), b = bias - mean * a, folded per run into the workspace (a C-thread
+// kernel) so that statistics need not be constants, then one pass over X.
+#include "ops/cuda/batch_norm_impl.h"
+#include "ops/cuda/cuda_common.h"
+#include "ops/registry.h"
+
+namespace ember {
+
+namespace {
+
+class BatchNormKernel final : public Kernel {
+ public:
+  explicit BatchNormKernel(const cuda::BatchNormArgs& args) : args_(args) {}
+
+  void run(const RunArgs& args) const override {
+    cuda::BatchNormArgs a = args_;
+    a.x = args.inputs[0]->data();
+    a.y = args.outputs[0]->data();
+    a.scale = args.inputs[1]->data();
+    a.bias = args.inputs[2]->data();
+    a.mean = args.inputs[3]->data();
+    a.var = args.inputs[4]->data();
+    a.folded = static_cast<float*>(args.workspace);
+    cuda::launch_batch_norm(a, cuda::stream_context(args).stream);
+    cuda::check_launch("BatchNormalization");
+  }
+
+ private:
+  cuda::BatchNormArgs args_;
+};
+
+bool is_float(DType t) { return t == DType::Float32 || t == DType::Float16; }
+
+std::unique_ptr<Kernel> make_batch_norm(KernelInit& init, std::string* why_not) {
+  for (size_t i = 0; i < 5; ++i)
+    if (!is_float(init.inputs[i].dtype)) {
+      *why_not = "BatchNormalization on CUDA takes float32 and float16, input " + std::to_string(i) + " is " +
+                 dtype_name(init.inputs[i].dtype);
+      return nullptr;
+    }
+  const auto& at = init.node.attributes;
+  if (at.get_int_or("training_mode", 0) != 0) {
+    *why_not = "training_mode=1 is not supported (inference only)";
+    return nullptr;
+  }
+  if (init.opset < 9 && at.get_int_or("spatial", 1) == 0) {
+    *why_not = "spatial=0 (per-activation statistics) is not supported";
+    return nullptr;
+  }
+  for (size_t i = 1; i < init.node.outputs.size(); ++i)
+    if (!init.node.outputs[i].empty()) {
+      *why_not = "only output Y is supported (the other outputs exist in training only)";
+      return nullptr;
+    }
+  if (init.inputs[1].dtype != init.inputs[2].dtype || init.inputs[3].dtype != init.inputs[4].dtype) {
+    *why_not = "scale and B, or mean and var, differ in type";
+    return nullptr;
+  }
+  const Shape& x = init.inputs[0].shape;
+  cuda::BatchNormArgs a;
+  a.x_half = init.inputs[0].dtype == DType::Float16;
+  a.scale_bias_half = init.inputs[1].dtype == DType::Float16;
+  a.stats_half = init.inputs[3].dtype == DType::Float16;
+  a.epsilon = at.get_float_or("epsilon", 1e-5f);
+  a.outer = x[0];
+  a.channels = x[1];
+  a.inner = shape_numel(Shape(x.begin() + 2, x.end()));
+  init.workspace_bytes = 2 * static_cast<size_t>(a.channels) * sizeof(float);
+  return std::make_unique<BatchNormKernel>(a);
+}
+
+}  // namespace
+
+EMBER_KERNEL("BatchNormalization", "", 1, kMaxOpset, DeviceKind::Cuda, make_batch_norm);
+
+}  // namespace ember

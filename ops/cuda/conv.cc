@@ -1,0 +1,242 @@
+// Conv and com.ember FusedConv (bias, residual Z, activation) on cuDNN's legacy
+// convolution API. Descriptors and the algorithm are fixed at plan time. cuDNN pads
+// symmetrically: asymmetric ONNX pads (explicit, or from auto_pad SAME_*) put the
+// extra rows into a zero-padded copy of X in the workspace. 1-D convolutions run as
+// 2-D ones with a unit height.
+//
+// After the convolution: bias + Relu (+ Z) is cudnnConvolutionBiasActivationForward;
+// every other combination is cudnnConvolutionForward followed by one epilogue pass
+// (bias, residual and activation in a single launch).
+#include "graph/schemas/window.h"
+#include "ops/cuda/conv_cudnn.h"
+#include "ops/cuda/conv_impl.h"
+#include "ops/cuda/conv_plan.h"
+#include "ops/cuda/dense_epilogue.h"
+#include "ops/registry.h"
+
+#include <algorithm>
+#include <vector>
+
+namespace ember {
+
+namespace {
+
+using cuda::check;
+
+class ConvKernel final : public Kernel {
+ public:
+  bool plan(KernelInit& init, const cuda::Activation& act, const WindowGeometry& g, std::string* why_not) {
+    const DType t = init.inputs[0].dtype;
+    const Shape& x = init.inputs[0].shape;
+    const Shape& w = init.inputs[1].shape;
+    const int64_t group = init.node.attributes.get_int_or("group", 1);
+    const size_t sd = x.size() - 2;
+    half_ = t == DType::Float16;
+    esize_ = half_ ? 2 : 4;
+    const Shape& y = init.outputs[0].shape;  // make_conv checked it is the convolution's
+    has_bias_ = init.inputs.size() > 2 && init.inputs[2].present();
+    has_residual_ = init.inputs.size() > 3 && init.inputs[3].present();
+    y_numel_ = shape_numel(y);
+    if (y_numel_ == 0) return true;
+
+    // The symmetric part of the pads to cuDNN, the rest into a padded copy of X.
+    const cuda::ConvPadding padding = cuda::conv_padding(x, g);
+    pad_ = padding.copy;
+    pad_args_ = padding.copy_args;
+    Shape xpad = padding.padded_x;
+    std::vector<int> pads(sd), strides(sd), dilations(sd);
+    for (size_t i = 0; i < sd; ++i) {
+      if (padding.symmetric[i] > INT32_MAX || g.strides[i] > INT32_MAX || g.dilations[i] > INT32_MAX) {
+        *why_not = "pads, strides or dilations beyond cuDNN's int range";
+        return false;
+      }
+      pads[i] = static_cast<int>(padding.symmetric[i]);
+      strides[i] = static_cast<int>(g.strides[i]);
+      dilations[i] = static_cast<int>(g.dilations[i]);
+    }
+    Shape wd = w, yd = y;
+    if (sd == 1) {  // 1-D as 2-D with height 1
+      xpad.insert(xpad.begin() + 2, 1);
+      wd.insert(wd.begin() + 2, 1);
+      yd.insert(yd.begin() + 2, 1);
+      pads.insert(pads.begin(), 0);
+      strides.insert(strides.begin(), 1);
+      dilations.insert(dilations.begin(), 1);
+    }
+    if (!cuda::fits_cudnn(xpad) || !cuda::fits_cudnn(wd) || !cuda::fits_cudnn(yd) || group > INT32_MAX) {
+      *why_not = "a tensor of more than 2^31 elements (cuDNN's legacy API counts in int)";
+      return false;
+    }
+
+    cuda::set_packed(x_desc_, t, xpad);
+    cuda::set_filter(w_desc_, t, wd);
+    cuda::set_packed(y_desc_, t, yd);
+    const int nsd = static_cast<int>(pads.size());
+    check(cudnnSetConvolutionNdDescriptor(conv_desc_.get(), nsd, pads.data(), strides.data(), dilations.data(),
+                                          CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+          "cudnnSetConvolutionNdDescriptor");
+    check(cudnnSetConvolutionGroupCount(conv_desc_.get(), static_cast<int>(group)), "cudnnSetConvolutionGroupCount");
+    // No TF32 for float32; tensor cores (float accumulation) for float16.
+    check(cudnnSetConvolutionMathType(conv_desc_.get(), half_ ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH),
+          "cudnnSetConvolutionMathType");
+    std::vector<int> out(yd.size());
+    check(cudnnGetConvolutionNdForwardOutputDim(conv_desc_.get(), x_desc_.get(), w_desc_.get(),
+                                                static_cast<int>(out.size()), out.data()),
+          "cudnnGetConvolutionNdForwardOutputDim");
+    if (Shape(out.begin(), out.end()) != yd) {
+      *why_not = "cuDNN computes the output shape " + shape_to_string(Shape(out.begin(), out.end())) + ", ONNX " +
+                 shape_to_string(yd);
+      return false;
+    }
+
+    fused_ = has_bias_ && act.kind == cuda::FusedActivation::Relu;
+    if (fused_) {
+      Shape bias_shape(yd.size(), 1);
+      bias_shape[1] = w[0];
+      cuda::set_packed(bias_desc_, t, bias_shape);
+      check(cudnnSetActivationDescriptor(relu_desc_.get(), CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0),
+            "cudnnSetActivationDescriptor");
+    } else {
+      if (has_bias_) {  // epilogue_.bias is set per run
+        epilogue_.bias_inner = y_numel_ / (y[0] * y[1]);
+        epilogue_.bias_count = y[1];
+      }
+      if (has_residual_) {
+        epilogue_.add_cols = y_numel_;
+        epilogue_.add_row_stride = 0;
+        epilogue_.add_col_stride = 1;
+      }
+      epilogue_.act = act;
+      epilogue_needed_ = has_bias_ || has_residual_ || act.kind != cuda::FusedActivation::None;
+    }
+
+    if (!choose_algorithm(cuda::stream_context(init), why_not)) return false;
+    // [cuDNN's scratch, raised to 256 bytes | the padded copy of X]
+    pad_at_ = cuda::align_up(cudnn_workspace_ + cuda::kScratchSlack);
+    init.workspace_bytes = pad_ ? pad_at_ + static_cast<size_t>(shape_numel(xpad)) * esize_
+                                : cudnn_workspace_ + cuda::kScratchSlack;
+    return true;
+  }
+
+  void run(const RunArgs& args) const override {
+    if (y_numel_ == 0) return;
+    const cuda::StreamContext& ctx = cuda::stream_context(args);
+    const void* x = args.inputs[0]->data();
+    if (pad_) {
+      cuda::ShiftCopyArgs p = pad_args_;
+      p.x = x;
+      p.y = static_cast<char*>(args.workspace) + pad_at_;
+      cuda::launch_shift_copy(static_cast<int>(esize_), p, ctx.stream);
+      cuda::check_launch("Conv input padding");
+      x = p.y;
+    }
+    const void* w = args.inputs[1]->data();
+    void* y = args.outputs[0]->data();
+    void* scratch = cuda::scratch_start(args.workspace);
+    const float one = 1.f, zero = 0.f;
+    if (fused_) {
+      // y = relu(conv(x) + alpha2 * z + bias). The API wants a z: without a residual
+      // it is y itself with alpha2 = 0 (what PyTorch passes for conv + bias + relu).
+      const float alpha2 = has_residual_ ? 1.f : 0.f;
+      const void* z = has_residual_ ? args.inputs[3]->data() : y;
+      check(cudnnConvolutionBiasActivationForward(ctx.cudnn, &one, x_desc_.get(), x, w_desc_.get(), w,
+                                                  conv_desc_.get(), algo_, scratch, cudnn_workspace_, &alpha2,
+                                                  y_desc_.get(), z, bias_desc_.get(), args.inputs[2]->data(),
+                                                  relu_desc_.get(), y_desc_.get(), y),
+            "cudnnConvolutionBiasActivationForward");
+      return;
+    }
+    check(cudnnConvolutionForward(ctx.cudnn, &one, x_desc_.get(), x, w_desc_.get(), w, conv_desc_.get(), algo_,
+                                  scratch, cudnn_workspace_, &zero, y_desc_.get(), y),
+          "cudnnConvolutionForward");
+    if (epilogue_needed_) {
+      cuda::EpilogueArgs e = epilogue_;
+      e.y = y;
+      e.n = y_numel_;
+      e.bias = has_bias_ ? args.inputs[2]->data() : nullptr;
+      e.add = has_residual_ ? args.inputs[3]->data() : nullptr;
+      cuda::launch_epilogue(half_, e, ctx.stream);
+      cuda::check_launch("Conv epilogue");
+    }
+  }
+
+ private:
+  // cuDNN's heuristic order; the first algorithm that works here with a workspace
+  // under the limit.
+  bool choose_algorithm(const cuda::StreamContext& ctx, std::string* why_not) {
+    int max_count = 0;
+    check(cudnnGetConvolutionForwardAlgorithmMaxCount(ctx.cudnn, &max_count),
+          "cudnnGetConvolutionForwardAlgorithmMaxCount");
+    std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(static_cast<size_t>(std::max(max_count, 1)));
+    int returned = 0;
+    check(cudnnGetConvolutionForwardAlgorithm_v7(ctx.cudnn, x_desc_.get(), w_desc_.get(), conv_desc_.get(),
+                                                 y_desc_.get(), static_cast<int>(perf.size()), &returned, perf.data()),
+          "cudnnGetConvolutionForwardAlgorithm_v7");
+    for (int i = 0; i < returned; ++i) {
+      if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
+      size_t bytes = 0;
+      if (cudnnGetConvolutionForwardWorkspaceSize(ctx.cudnn, x_desc_.get(), w_desc_.get(), conv_desc_.get(),
+                                                  y_desc_.get(), perf[i].algo, &bytes) != CUDNN_STATUS_SUCCESS)
+        continue;
+      if (bytes > cuda::kConvWorkspaceLimit) continue;
+      algo_ = perf[i].algo;
+      cudnn_workspace_ = bytes;
+      return true;
+    }
+    *why_not = "cuDNN offers no forward algorithm for this convolution within " +
+               std::to_string(cuda::kConvWorkspaceLimit >> 20) + " MiB of workspace";
+    return false;
+  }
+
+  cuda::TensorDesc x_desc_, y_desc_, bias_desc_;
+  cuda::FilterDesc w_desc_;
+  cuda::ConvDesc conv_desc_;
+  cuda::ActivationDesc relu_desc_;
+  cudnnConvolutionFwdAlgo_t algo_ = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+  size_t cudnn_workspace_ = 0, pad_at_ = 0, esize_ = 4;
+  bool half_ = false, pad_ = false, fused_ = false, has_bias_ = false, has_residual_ = false;
+  bool epilogue_needed_ = false;
+  int64_t y_numel_ = 0;
+  cuda::ShiftCopyArgs pad_args_;
+  cuda::EpilogueArgs epilogue_;
+};
+
+std::unique_ptr<Kernel> make_conv(KernelInit& init, std::string* why_not) {
+  const DType t = init.inputs[0].dtype;
+  if (t != DType::Float32 && t != DType::Float16) {
+    *why_not = std::string("Conv on CUDA takes float32 and float16, got ") + dtype_name(t);
+    return nullptr;
+  }
+  for (size_t i = 1; i < init.inputs.size(); ++i)
+    if (init.inputs[i].present() && init.inputs[i].dtype != t) {
+      *why_not = "input " + std::to_string(i) + " is " + dtype_name(init.inputs[i].dtype) + ", X is " +
+                 dtype_name(t) + " (mixed types are not supported on CUDA)";
+      return nullptr;
+    }
+  const Shape& x = init.inputs[0].shape;
+  if (x.size() < 3 || x.size() > 5) {
+    *why_not = "cuDNN convolutions here have 1 to 3 spatial dims, X is " + shape_to_string(x);
+    return nullptr;
+  }
+  cuda::Activation act;
+  if (!cuda::parse_activation(init, &act, why_not)) return nullptr;
+  const WindowGeometry g =
+      forward_window(init.node, Shape(x.begin() + 2, x.end()), conv_kernel_shape(init.node, init.inputs[1].shape), false);
+  Shape y{x[0], init.inputs[1].shape[0]};
+  y.insert(y.end(), g.out.begin(), g.out.end());
+  const bool has_residual = init.inputs.size() > 3 && init.inputs[3].present();
+  if (init.outputs[0].shape != y || (has_residual && init.inputs[3].shape != y)) {
+    *why_not = "the residual input broadcasts; the fused sum needs the output's shape";
+    return nullptr;
+  }
+  auto kernel = std::make_unique<ConvKernel>();
+  if (!kernel->plan(init, act, g, why_not)) return nullptr;
+  return kernel;
+}
+
+}  // namespace
+
+EMBER_KERNEL("Conv", "", 1, kMaxOpset, DeviceKind::Cuda, make_conv);
+EMBER_KERNEL("FusedConv", "com.ember", 1, kMaxOpset, DeviceKind::Cuda, make_conv);
+
+}  // namespace ember

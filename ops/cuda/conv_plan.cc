@@ -1,0 +1,48 @@
+#include "ops/cuda/conv_plan.h"
+
+#include <algorithm>
+
+namespace ember::cuda {
+
+ConvPadding conv_padding(const Shape& x, const WindowGeometry& g) {
+  ConvPadding p;
+  const size_t sd = x.size() - 2, lead = 3 - sd;
+  p.padded_x = x;
+  p.symmetric.resize(sd);
+  p.copy_args.planes = x[0] * x[1];
+  for (size_t i = 0; i < sd; ++i) {
+    const int64_t sym = std::min(g.pads_begin[i], g.pads_end[i]);
+    const int64_t extra_begin = g.pads_begin[i] - sym, extra_end = g.pads_end[i] - sym;
+    p.copy |= extra_begin > 0 || extra_end > 0;
+    p.symmetric[i] = sym;
+    p.padded_x[2 + i] += extra_begin + extra_end;
+    p.copy_args.in[lead + i] = x[2 + i];
+    p.copy_args.out[lead + i] = p.padded_x[2 + i];
+    p.copy_args.shift[lead + i] = extra_begin;
+  }
+  return p;
+}
+
+DeconvGeometry deconv_geometry(const Shape& x, const Shape& y, const TransposedWindow& t) {
+  const WindowGeometry& g = t.window;
+  const size_t sd = x.size() - 2, lead = 3 - sd;
+  DeconvGeometry d;
+  for (size_t i = 0; i < sd; ++i) d.direct &= g.pads_begin[i] == g.pads_end[i] && t.output_padding[i] == 0;
+  d.full = y;
+  d.pads.assign(sd, 0);
+  d.crop.planes = y[0] * y[1];
+  for (size_t i = 0; i < sd; ++i) {
+    if (d.direct) {
+      d.pads[i] = g.pads_begin[i];
+      continue;
+    }
+    // Every output position an input reaches, unpadded: s * (in - 1) + dilated kernel.
+    d.full[2 + i] = g.strides[i] * (x[2 + i] - 1) + (g.kernel[i] - 1) * g.dilations[i] + 1;
+    d.crop.in[lead + i] = d.full[2 + i];
+    d.crop.out[lead + i] = y[2 + i];
+    d.crop.shift[lead + i] = -g.pads_begin[i];  // y[o] = full[o + pads_begin], 0 past the end
+  }
+  return d;
+}
+
+}  // namespace ember::cuda

@@ -1,0 +1,56 @@
+// The device side of the dense family's epilogue: the fused activations and one
+// elementwise pass that adds a bias, adds a (possibly broadcast) second tensor and
+// applies the activation in a single launch. A plain C++ header (the .cu defines it).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace ember::cuda {
+
+// The activations ember's fusion pass puts on FusedConv/FusedMatMul/FusedGemm
+// (graph/passes/fuse_bias_activation.cc), with ONNX's definitions.
+enum class FusedActivation : int32_t {
+  None = 0,
+  Relu,         // max(x, 0)
+  LeakyRelu,    // x < 0 ? p0 * x : x
+  Clip,         // min(max(x, p0), p1)
+  Sigmoid,      // 1 / (1 + exp(-x))
+  Tanh,
+  HardSwish,    // x * clamp(x / 6 + 1/2, 0, 1)
+  HardSigmoid,  // clamp(p0 * x + p1, 0, 1)
+  Gelu,         // x/2 * (1 + erf(x / sqrt 2))
+  GeluTanh,     // x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3)))
+};
+
+struct Activation {
+  FusedActivation kind = FusedActivation::None;
+  float p0 = 0.f, p1 = 0.f;
+};
+
+// y[i] = act(y[i] + bias[(i / bias_inner) % bias_count]
+//                 + add_scale * add[(i / add_cols) * add_row_stride + (i % add_cols) * add_col_stride])
+// over the n elements of y; bias and add are optional (nullptr) and of y's dtype.
+// A full-size add (a residual of y's shape) is add_cols = n, add_row_stride = 0,
+// add_col_stride = 1.
+struct EpilogueArgs {
+  void* y = nullptr;
+  int64_t n = 0;
+  const void* bias = nullptr;
+  int64_t bias_inner = 1, bias_count = 1;
+  const void* add = nullptr;
+  float add_scale = 1.f;
+  int64_t add_cols = 1, add_row_stride = 0, add_col_stride = 0;
+  Activation act;
+};
+
+// True when the pass would change y (a bias, an add or an activation is set).
+inline bool epilogue_needed(const EpilogueArgs& e) {
+  return e.bias || e.add || e.act.kind != FusedActivation::None;
+}
+
+// Launches the pass on `stream`; `half` selects __half storage, else float.
+void launch_epilogue(bool half, const EpilogueArgs& args, cudaStream_t stream);
+
+}  // namespace ember::cuda

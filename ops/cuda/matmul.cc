@@ -1,0 +1,330 @@
+// MatMul, Gemm and their com.ember fused forms (bias, activation) on cuBLASLt. The
+// batch layout and the row-major to column-major mapping are in matmul_plan.h.
+#include "ops/cuda/cuda_common.h"
+#include "ops/cuda/dense_epilogue.h"
+#include "ops/cuda/matmul_plan.h"
+#include "ops/registry.h"
+
+#include <ember/error.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+namespace ember {
+
+namespace {
+
+using cuda::check;
+
+constexpr size_t kMaxWorkspace = size_t{32} << 20;  // the most one matmul may ask for
+constexpr uint32_t kAlignment = 16;                  // bytes we promise for every base pointer
+
+// The largest power of two (at most 16) dividing `bytes`: the alignment of base + bytes
+// for a 16-byte aligned base.
+uint32_t alignment_of(int64_t bytes) {
+  uint32_t a = kAlignment;
+  while (a > 1 && bytes % a != 0) a /= 2;
+  return a;
+}
+
+using Problem = cuda::MatmulProblem;
+
+// The cuBLASLt part of a kernel: layouts, epilogue and algorithm fixed at plan time.
+class LtMatmul {
+ public:
+  // C (when `c_full`) is a separate [m, n] matrix scaled by beta; else beta is 0.
+  // `bias` asks for cuBLASLt's bias epilogue (a vector of n); `epilogue` is the
+  // activation part (CUBLASLT_EPILOGUE_DEFAULT, _RELU or _GELU).
+  bool plan(const cuda::StreamContext& ctx, DType dtype, const Problem& p, float alpha, float beta, bool c_full,
+            bool bias, cublasLtEpilogue_t epilogue, size_t* workspace, std::string* why_not) {
+    p_ = p;
+    alpha_ = alpha;
+    beta_ = c_full ? beta : 0.f;
+    c_full_ = c_full;
+    type_ = dtype == DType::Float16 ? CUDA_R_16F : CUDA_R_32F;
+    esize_ = dtype == DType::Float16 ? 2 : 4;
+    epilogue_ = epilogue;
+    if (bias) {
+      epilogue_ = epilogue == CUBLASLT_EPILOGUE_RELU   ? CUBLASLT_EPILOGUE_RELU_BIAS
+                  : epilogue == CUBLASLT_EPILOGUE_GELU ? CUBLASLT_EPILOGUE_GELU_BIAS
+                                                       : CUBLASLT_EPILOGUE_BIAS;
+    }
+    has_bias_ = bias;
+
+    const cuda::LtMapping map = cuda::lt_mapping(p);
+    op_a_ = map.a.transpose ? CUBLAS_OP_T : CUBLAS_OP_N;
+    op_b_ = map.b.transpose ? CUBLAS_OP_T : CUBLAS_OP_N;
+    set_layout(&a_, map.a);
+    set_layout(&b_, map.b);
+    set_layout(&d_, map.d);  // C is read with D's layout (batch 1 whenever C is a separate matrix)
+
+    uint32_t align_a = kAlignment, align_b = kAlignment, align_d = kAlignment;
+    for (const Problem::Call& c : p.calls) {
+      align_a = std::min(align_a, alignment_of(c.b * esize_));
+      align_b = std::min(align_b, alignment_of(c.a * esize_));
+      align_d = std::min(align_d, alignment_of(c.y * esize_));
+    }
+
+    cublasLtMatmulDescOpaque_t desc;
+    // Not dereferenced by the heuristic, which reads the alignment off its value: a
+    // bias in the arena is at least kAlignment-aligned (run() checks).
+    init_desc(&desc, reinterpret_cast<const void*>(uintptr_t{kAlignment}));
+    cublasLtMatmulPreferenceOpaque_t pref;
+    check(cublasLtMatmulPreferenceInit(&pref), "cublasLtMatmulPreferenceInit");
+    set_pref(&pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, uint64_t{kMaxWorkspace});
+    set_pref(&pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, align_a);
+    set_pref(&pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, align_b);
+    set_pref(&pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, c_full ? kAlignment : align_d);
+    set_pref(&pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, align_d);
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    const cublasStatus_t status =
+        cublasLtMatmulAlgoGetHeuristic(ctx.blaslt, &desc, &a_, &b_, &d_, &d_, &pref, 1, &result, &found);
+    if (status != CUBLAS_STATUS_SUCCESS || found < 1 || result.state != CUBLAS_STATUS_SUCCESS) {
+      *why_not = "cuBLASLt has no algorithm for this matmul (status " + std::to_string(static_cast<int>(status)) +
+                 ", " + std::to_string(found) + " found)";
+      return false;
+    }
+    algo_ = result.algo;
+    workspace_ = result.workspaceSize;
+    // Slack to raise the arena's 64-byte aligned pointer to 256 bytes in run().
+    *workspace = std::max(*workspace, workspace_ ? workspace_ + 256 : 0);
+    return true;
+  }
+
+  // A, B, Y are the base pointers of our (row-major) operands; C the [m, n] matrix
+  // when c_full; bias the [n] vector when planned with one.
+  void run(const cuda::StreamContext& ctx, const void* a, const void* b, const void* c, const void* bias, void* y,
+           void* workspace) const {
+    check_aligned(a, "A");
+    check_aligned(b, "B");
+    check_aligned(y, "Y");
+    if (c_full_) check_aligned(c, "C");
+    if (has_bias_) check_aligned(bias, "the bias");
+    cublasLtMatmulDescOpaque_t desc;  // on the stack: concurrent runs set their own bias pointer
+    init_desc(&desc, has_bias_ ? bias : nullptr);
+    // cublasLtMatmul only reads the layouts; the API takes them non-const.
+    auto layout = [](const cublasLtMatrixLayoutOpaque_t& l) { return const_cast<cublasLtMatrixLayoutOpaque_t*>(&l); };
+    void* scratch = workspace_ ? reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(workspace) + 255) / 256 * 256)
+                               : nullptr;
+    const char* a_bytes = static_cast<const char*>(a);
+    const char* b_bytes = static_cast<const char*>(b);
+    char* y_bytes = static_cast<char*>(y);
+    for (const Problem::Call& call : p_.calls) {
+      void* d = y_bytes + call.y * esize_;
+      const void* cp = c_full_ ? c : d;
+      check(cublasLtMatmul(ctx.blaslt, &desc, &alpha_, b_bytes + call.b * esize_, layout(a_), a_bytes + call.a * esize_,
+                           layout(b_), &beta_, cp, layout(d_), d, layout(d_), &algo_, scratch, workspace_, ctx.stream),
+            "cublasLtMatmul");
+    }
+  }
+
+ private:
+  void set_layout(cublasLtMatrixLayoutOpaque_t* l, const cuda::LtOperand& o) const {
+    check(cublasLtMatrixLayoutInit(l, type_, static_cast<uint64_t>(o.rows), static_cast<uint64_t>(o.cols), o.ld),
+          "cublasLtMatrixLayoutInit");
+    const int64_t stride = o.batch_stride;
+    if (p_.batch > 1) {
+      const int32_t count = static_cast<int32_t>(p_.batch);
+      check(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)),
+            "setting the batch count");
+      check(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)),
+            "setting the batch stride");
+    }
+  }
+
+  template <class V>
+  static void set_pref(cublasLtMatmulPreferenceOpaque_t* pref, cublasLtMatmulPreferenceAttributes_t attr, V value) {
+    check(cublasLtMatmulPreferenceSetAttribute(pref, attr, &value, sizeof(value)), "cublasLtMatmulPreferenceSetAttribute");
+  }
+
+  void init_desc(cublasLtMatmulDescOpaque_t* desc, const void* bias) const {
+    check(cublasLtMatmulDescInit(desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescInit");
+    const int32_t op_a = op_a_, op_b = op_b_;
+    const uint32_t epilogue = epilogue_;
+    check(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof(op_a)), "setting TRANSA");
+    check(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof(op_b)), "setting TRANSB");
+    check(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)),
+          "setting the epilogue");
+    if (has_bias_)
+      check(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)),
+            "setting the bias pointer");
+  }
+
+  static void check_aligned(const void* p, const char* what) {
+    if (reinterpret_cast<uintptr_t>(p) % kAlignment != 0)
+      throw Error(std::string("cuBLASLt matmul: ") + what + " is not " + std::to_string(kAlignment) +
+                  "-byte aligned (the algorithm was chosen for that)");
+  }
+
+  Problem p_;
+  float alpha_ = 1.f, beta_ = 0.f;
+  bool c_full_ = false, has_bias_ = false;
+  cudaDataType_t type_ = CUDA_R_32F;
+  int64_t esize_ = 4;
+  cublasOperation_t op_a_ = CUBLAS_OP_N, op_b_ = CUBLAS_OP_N;
+  cublasLtEpilogue_t epilogue_ = CUBLASLT_EPILOGUE_DEFAULT;
+  cublasLtMatrixLayoutOpaque_t a_{}, b_{}, d_{};
+  cublasLtMatmulAlgo_t algo_{};
+  size_t workspace_ = 0;
+};
+
+// The activation cuBLASLt can apply itself (its GELU is the tanh approximation).
+cublasLtEpilogue_t lt_activation(const cuda::Activation& act) {
+  if (act.kind == cuda::FusedActivation::Relu) return CUBLASLT_EPILOGUE_RELU;
+  if (act.kind == cuda::FusedActivation::GeluTanh) return CUBLASLT_EPILOGUE_GELU;
+  return CUBLASLT_EPILOGUE_DEFAULT;
+}
+
+// float32 or float16, every present input of the same type; else a reason.
+bool same_float_inputs(const KernelInit& init, std::string* why_not) {
+  const DType t = init.inputs[0].dtype;
+  if (t != DType::Float32 && t != DType::Float16) {
+    *why_not = std::string(init.node.op_type) + " on CUDA takes float32 and float16, got " + dtype_name(t);
+    return false;
+  }
+  for (size_t i = 1; i < init.inputs.size(); ++i)
+    if (init.inputs[i].present() && init.inputs[i].dtype != t) {
+      *why_not = std::string("input ") + std::to_string(i) + " is " + dtype_name(init.inputs[i].dtype) +
+                 ", input 0 is " + dtype_name(t) + " (mixed types are not supported on CUDA)";
+      return false;
+    }
+  return true;
+}
+
+// MatMul and FusedMatMul (A, B, optional bias [N]).
+class MatMulKernel final : public Kernel {
+ public:
+  bool plan(KernelInit& init, const cuda::Activation& act, const Problem& p, std::string* why_not) {
+    half_ = init.inputs[0].dtype == DType::Float16;
+    numel_ = shape_numel(init.outputs[0].shape);
+    if (numel_ == 0) return true;  // nothing to compute
+    const bool has_bias = init.inputs.size() > 2 && init.inputs[2].present();
+    const cublasLtEpilogue_t lt_act = lt_activation(act);
+    // cuBLASLt fuses the bias and Relu/GeluTanh; any other activation is our pass.
+    lt_bias_ = has_bias;
+    if (lt_act == CUBLASLT_EPILOGUE_DEFAULT && act.kind != cuda::FusedActivation::None) {
+      epilogue_.act = act;
+    }
+    return lt_.plan(cuda::stream_context(init), init.inputs[0].dtype, p, 1.f, 0.f, false, lt_bias_, lt_act,
+                    &init.workspace_bytes, why_not);
+  }
+
+  void run(const RunArgs& args) const override {
+    if (numel_ == 0) return;
+    const cuda::StreamContext& ctx = cuda::stream_context(args);
+    void* y = args.outputs[0]->data();
+    const void* bias = lt_bias_ ? args.inputs[2]->data() : nullptr;
+    lt_.run(ctx, args.inputs[0]->data(), args.inputs[1]->data(), nullptr, bias, y, args.workspace);
+    if (cuda::epilogue_needed(epilogue_)) {
+      cuda::EpilogueArgs e = epilogue_;
+      e.y = y;
+      e.n = numel_;
+      cuda::launch_epilogue(half_, e, ctx.stream);
+      cuda::check_launch("MatMul activation");
+    }
+  }
+
+ private:
+  LtMatmul lt_;
+  cuda::EpilogueArgs epilogue_;
+  bool half_ = false, lt_bias_ = false;
+  int64_t numel_ = 0;
+};
+
+std::unique_ptr<Kernel> make_matmul(KernelInit& init, std::string* why_not) {
+  if (!same_float_inputs(init, why_not)) return nullptr;
+  cuda::Activation act;
+  if (!cuda::parse_activation(init, &act, why_not)) return nullptr;
+  Problem p;
+  if (!cuda::matmul_batch_problem(init.inputs[0].shape, init.inputs[1].shape, &p, why_not)) return nullptr;
+  if (p.k == 0 && shape_numel(init.outputs[0].shape) > 0) {
+    *why_not = "an empty inner dimension (K = 0)";
+    return nullptr;
+  }
+  auto kernel = std::make_unique<MatMulKernel>();
+  if (!kernel->plan(init, act, p, why_not)) return nullptr;
+  return kernel;
+}
+
+// Gemm and FusedGemm: Y = act(alpha * op(A) op(B) + beta * C), C broadcasting to
+// [M, N] (cuda::gemm_c says who adds it).
+class GemmKernel final : public Kernel {
+ public:
+  bool plan(KernelInit& init, const cuda::Activation& act, std::string* why_not) {
+    const auto& at = init.node.attributes;
+    Problem p;
+    p.trans_a = at.get_int_or("transA", 0) != 0;
+    p.trans_b = at.get_int_or("transB", 0) != 0;
+    const float alpha = at.get_float_or("alpha", 1.f), beta = at.get_float_or("beta", 1.f);
+    const Shape& a = init.inputs[0].shape;
+    p.m = init.outputs[0].shape[0];
+    p.n = init.outputs[0].shape[1];
+    p.k = p.trans_a ? a[0] : a[1];
+    half_ = init.inputs[0].dtype == DType::Float16;
+    numel_ = p.m * p.n;
+    if (numel_ == 0) return true;
+    if (p.k == 0) {
+      *why_not = "an empty inner dimension (K = 0)";
+      return false;
+    }
+    const bool has_c = init.inputs.size() > 2 && init.inputs[2].present();
+    const cuda::GemmC c = cuda::gemm_c(p.m, p.n, has_c, has_c ? init.inputs[2].shape : Shape{}, beta);
+    c_full_ = c.kind == cuda::GemmC::Full;
+    lt_bias_ = c.kind == cuda::GemmC::Bias;
+    cublasLtEpilogue_t lt_act = lt_activation(act);
+    if (c.kind == cuda::GemmC::Add) {  // our pass adds beta * C, then the activation
+      add_c_ = true;                   // epilogue_.add is set per run
+      epilogue_.add_scale = beta;
+      epilogue_.add_cols = p.n;
+      epilogue_.add_row_stride = c.row_stride;
+      epilogue_.add_col_stride = c.col_stride;
+      lt_act = CUBLASLT_EPILOGUE_DEFAULT;
+    }
+    if (lt_act == CUBLASLT_EPILOGUE_DEFAULT) epilogue_.act = act;
+    return lt_.plan(cuda::stream_context(init), init.inputs[0].dtype, p, alpha, beta, c_full_, lt_bias_, lt_act,
+                    &init.workspace_bytes, why_not);
+  }
+
+  void run(const RunArgs& args) const override {
+    if (numel_ == 0) return;
+    const cuda::StreamContext& ctx = cuda::stream_context(args);
+    void* y = args.outputs[0]->data();
+    const void* c = args.inputs.size() > 2 && args.inputs[2] ? args.inputs[2]->data() : nullptr;
+    lt_.run(ctx, args.inputs[0]->data(), args.inputs[1]->data(), c_full_ ? c : nullptr, lt_bias_ ? c : nullptr, y,
+            args.workspace);
+    if (add_c_ || cuda::epilogue_needed(epilogue_)) {
+      cuda::EpilogueArgs e = epilogue_;
+      e.y = y;
+      e.n = numel_;
+      if (add_c_) e.add = c;
+      cuda::launch_epilogue(half_, e, ctx.stream);
+      cuda::check_launch("Gemm epilogue");
+    }
+  }
+
+ private:
+  LtMatmul lt_;
+  cuda::EpilogueArgs epilogue_;
+  bool half_ = false, c_full_ = false, lt_bias_ = false, add_c_ = false;
+  int64_t numel_ = 0;
+};
+
+std::unique_ptr<Kernel> make_gemm(KernelInit& init, std::string* why_not) {
+  if (!same_float_inputs(init, why_not)) return nullptr;
+  cuda::Activation act;
+  if (!cuda::parse_activation(init, &act, why_not)) return nullptr;
+  auto kernel = std::make_unique<GemmKernel>();
+  if (!kernel->plan(init, act, why_not)) return nullptr;
+  return kernel;
+}
+
+}  // namespace
+
+EMBER_KERNEL("MatMul", "", 1, kMaxOpset, DeviceKind::Cuda, make_matmul);
+EMBER_KERNEL("FusedMatMul", "com.ember", 1, kMaxOpset, DeviceKind::Cuda, make_matmul);
+EMBER_KERNEL("Gemm", "", 1, kMaxOpset, DeviceKind::Cuda, make_gemm);
+EMBER_KERNEL("FusedGemm", "com.ember", 1, kMaxOpset, DeviceKind::Cuda, make_gemm);
+
+}  // namespace ember

@@ -1,0 +1,211 @@
+// Conv, FusedConv and ConvTranspose on CUDA (cuDNN) against the CPU kernels.
+#include "dense_test_util.h"
+
+namespace ember::test {
+namespace {
+
+// float32: sums of C/group * kernel taps (at most ~600 here) in another order.
+constexpr double kRtol32 = 1e-4, kAtol32 = 1e-4;
+// float16: half inputs, float accumulation on tensor cores, output rounded to half.
+constexpr double kRtol16 = 1e-2, kAtol16 = 1e-2;
+
+const DType kFloatTypes[] = {DType::Float32, DType::Float16};
+double rtol(DType t) { return t == DType::Float16 ? kRtol16 : kRtol32; }
+double atol(DType t) { return t == DType::Float16 ? kAtol16 : kAtol32; }
+
+struct ConvCase {
+  Shape x, w;
+  Shape strides, dilations, pads;  // empty: the attribute is left out
+  int64_t group = 1;
+  std::string auto_pad;            // empty: NOTSET
+};
+
+ConvCase conv_case(Shape x, Shape w, Shape strides = {}, Shape dilations = {}, Shape pads = {}, int64_t group = 1,
+                   std::string auto_pad = "") {
+  return ConvCase{std::move(x), std::move(w), std::move(strides), std::move(dilations), std::move(pads), group,
+                  std::move(auto_pad)};
+}
+
+Attributes conv_attributes(const ConvCase& c) {
+  Attributes at;
+  if (!c.strides.empty()) at.set_ints("strides", c.strides);
+  if (!c.dilations.empty()) at.set_ints("dilations", c.dilations);
+  if (!c.pads.empty()) at.set_ints("pads", c.pads);
+  if (c.group != 1) at.set_int("group", c.group);
+  if (!c.auto_pad.empty()) at.set_string("auto_pad", c.auto_pad);
+  return at;
+}
+
+std::string describe(const ConvCase& c) {
+  return "X " + shape_to_string(c.x) + " W " + shape_to_string(c.w) + " strides " + shape_to_string(c.strides) +
+         " dilations " + shape_to_string(c.dilations) + " pads " + shape_to_string(c.pads) + " group " +
+         std::to_string(c.group) + " " + c.auto_pad;
+}
+
+void check_conv(const ConvCase& c, DType t, bool bias) {
+  const Tensor x = rand_tensor(t, c.x, 11), w = rand_tensor(t, c.w, 12), b = rand_tensor(t, {c.w[0]}, 13);
+  SCOPED_TRACE(describe(c) + (bias ? " bias " : " ") + dtype_name(t));
+  const Node node = make_node("Conv", bias ? 3 : 2, 1, conv_attributes(c));
+  std::vector<const Tensor*> in{&x, &w};
+  if (bias) in.push_back(&b);
+  expect_cuda_matches_cpu(node, 22, in, rtol(t), atol(t), bias ? std::vector<int>{1, 2} : std::vector<int>{1});
+}
+
+const ConvCase kConvCases[] = {
+    conv_case({2, 8, 9, 11}, {16, 8, 3, 3}, {}, {}, {1, 1, 1, 1}),                 // 3x3 pad 1
+    conv_case({2, 8, 9, 11}, {16, 8, 3, 3}, {2, 2}, {}, {1, 1, 1, 1}),             // stride 2
+    conv_case({1, 16, 7, 9}, {8, 16, 1, 1}),                                       // pointwise
+    conv_case({1, 8, 9, 9}, {8, 1, 3, 3}, {}, {}, {1, 1, 1, 1}, 8),                // depthwise
+    conv_case({1, 8, 7, 9}, {6, 4, 3, 3}, {1, 2}, {}, {0, 1, 2, 1}, 2),            // groups, asymmetric pads
+    conv_case({1, 3, 11, 13}, {4, 3, 3, 3}, {}, {2, 2}, {2, 2, 2, 2}),             // dilation 2
+    conv_case({1, 3, 11, 13}, {4, 3, 3, 2}, {}, {2, 1}, {1, 0, 2, 3}),             // dilation, asymmetric
+    conv_case({1, 4, 7, 9}, {5, 4, 3, 3}, {2, 2}, {}, {}, 1, "SAME_UPPER"),        // asymmetric from auto_pad
+    conv_case({1, 4, 7, 9}, {5, 4, 4, 4}, {1, 1}, {}, {}, 1, "SAME_LOWER"),
+    conv_case({1, 4, 7, 9}, {5, 4, 3, 2}, {2, 1}, {}, {}, 1, "VALID"),
+    conv_case({1, 64, 14, 14}, {64, 64, 3, 3}, {}, {}, {1, 1, 1, 1}),              // K = 576
+    conv_case({2, 4, 17}, {6, 4, 3}, {2}, {}, {1, 1}),                             // 1-D
+    conv_case({1, 4, 17}, {6, 2, 5}, {1}, {2}, {3, 1}, 2),                         // 1-D dilated, grouped, asymmetric
+    conv_case({1, 3, 5, 6, 7}, {4, 3, 3, 3, 3}, {}, {}, {1, 1, 1, 1, 1, 1}),       // 3-D
+    conv_case({1, 4, 5, 6, 7}, {4, 2, 2, 3, 3}, {2, 1, 2}, {}, {0, 1, 1, 1, 1, 0}, 2),
+};
+
+TEST(CudaConv, EveryGeometry) {
+  EMBER_REQUIRE_GPU();
+  for (DType t : kFloatTypes)
+    for (const ConvCase& c : kConvCases)
+      for (bool bias : {false, true}) check_conv(c, t, bias);
+}
+
+TEST(CudaConv, WeightsKnownOnlyAtRunTime) {
+  EMBER_REQUIRE_GPU();
+  const Tensor x = rand_tensor(DType::Float32, {1, 3, 8, 8}, 14), w = rand_tensor(DType::Float32, {4, 3, 3, 3}, 15);
+  Attributes at;
+  at.set_ints("pads", {1, 1, 1, 1});
+  expect_cuda_matches_cpu(make_node("Conv", 2, 1, at), 11, {&x, &w}, kRtol32, kAtol32);
+}
+
+// FusedConv: act(conv(x) + bias + Z). Relu with a bias is cuDNN's fused call; the
+// rest is the convolution plus our epilogue pass.
+void check_fused(const ConvCase& c, DType t, const FusedAct& act, bool bias, bool residual) {
+  const Tensor x = rand_tensor(t, c.x, 16), w = rand_tensor(t, c.w, 17), b = rand_tensor(t, {c.w[0]}, 18);
+  Node node = make_node("FusedConv", 2, 1, conv_attributes(c), "com.ember");
+  set_fused_activation(node, act);
+  std::vector<const Tensor*> in{&x, &w};
+  std::vector<int> known{1};
+  if (bias || residual) {
+    node.inputs.push_back(bias ? "x2" : "");
+    in.push_back(bias ? &b : nullptr);
+    if (bias) known.push_back(2);
+  }
+  Tensor z;
+  if (residual) {
+    const std::vector<Tensor> y = run_on_cpu(make_node("Conv", 2, 1, conv_attributes(c)), 22, {&x, &w});
+    z = rand_tensor(t, y[0].shape(), 19);
+    node.inputs.push_back("x3");
+    in.push_back(&z);
+  }
+  SCOPED_TRACE(describe(c) + " " + act.kind + (bias ? " bias" : "") + (residual ? " residual " : " ") + dtype_name(t));
+  expect_cuda_matches_cpu(node, 1, in, rtol(t), atol(t), known);
+}
+
+TEST(CudaFusedConv, BiasResidualAndEveryActivation) {
+  EMBER_REQUIRE_GPU();
+  const ConvCase c = conv_case({1, 4, 7, 9}, {6, 2, 3, 3}, {2, 1}, {}, {1, 0, 1, 2}, 2);
+  for (DType t : kFloatTypes)
+    for (const FusedAct& act : all_fused_activations())
+      for (bool bias : {false, true})
+        for (bool residual : {false, true}) check_fused(c, t, act, bias, residual);
+}
+
+TEST(CudaFusedConv, ReluFusedByCudnnOnSeveralGeometries) {
+  EMBER_REQUIRE_GPU();
+  for (DType t : kFloatTypes)
+    for (const ConvCase& c : kConvCases)
+      for (bool residual : {false, true}) check_fused(c, t, {"Relu", {}}, true, residual);
+}
+
+struct DeconvCase {
+  Shape x, w;
+  Shape strides, dilations, pads, output_padding, output_shape;
+  int64_t group = 1;
+  std::string auto_pad;
+};
+
+DeconvCase deconv_case(Shape x, Shape w, Shape strides = {}, Shape dilations = {}, Shape pads = {},
+                       Shape output_padding = {}, Shape output_shape = {}, int64_t group = 1,
+                       std::string auto_pad = "") {
+  return DeconvCase{std::move(x),          std::move(w),         std::move(strides), std::move(dilations),
+                    std::move(pads),       std::move(output_padding), std::move(output_shape), group,
+                    std::move(auto_pad)};
+}
+
+void check_deconv(const DeconvCase& c, DType t, bool bias) {
+  const int64_t m = c.w[1] * c.group;
+  const Tensor x = rand_tensor(t, c.x, 21), w = rand_tensor(t, c.w, 22), b = rand_tensor(t, {m}, 23);
+  Attributes at;
+  if (!c.strides.empty()) at.set_ints("strides", c.strides);
+  if (!c.dilations.empty()) at.set_ints("dilations", c.dilations);
+  if (!c.pads.empty()) at.set_ints("pads", c.pads);
+  if (!c.output_padding.empty()) at.set_ints("output_padding", c.output_padding);
+  if (!c.output_shape.empty()) at.set_ints("output_shape", c.output_shape);
+  if (c.group != 1) at.set_int("group", c.group);
+  if (!c.auto_pad.empty()) at.set_string("auto_pad", c.auto_pad);
+  std::vector<const Tensor*> in{&x, &w};
+  if (bias) in.push_back(&b);
+  SCOPED_TRACE("ConvTranspose X " + shape_to_string(c.x) + " W " + shape_to_string(c.w) + " strides " +
+               shape_to_string(c.strides) + " pads " + shape_to_string(c.pads) + " output_padding " +
+               shape_to_string(c.output_padding) + " output_shape " + shape_to_string(c.output_shape) + " group " +
+               std::to_string(c.group) + " " + c.auto_pad + (bias ? " bias " : " ") + dtype_name(t));
+  expect_cuda_matches_cpu(make_node("ConvTranspose", in.size(), 1, at), 22, in, rtol(t), atol(t),
+                          bias ? std::vector<int>{1, 2} : std::vector<int>{1});
+}
+
+TEST(CudaConvTranspose, DirectAndCroppedGeometries) {
+  EMBER_REQUIRE_GPU();
+  const DeconvCase cases[] = {
+      deconv_case({1, 8, 5, 7}, {8, 4, 3, 3}, {2, 2}, {}, {1, 1, 1, 1}),                    // symmetric: direct
+      deconv_case({2, 3, 4, 5}, {3, 6, 3, 3}),                                             // no pads
+      deconv_case({1, 8, 5, 7}, {8, 4, 3, 3}, {2, 2}, {}, {1, 1, 1, 1}, {1, 1}),           // output_padding: cropped
+      deconv_case({1, 4, 5, 7}, {4, 3, 4, 3}, {2, 3}, {}, {0, 1, 2, 0}),                   // asymmetric pads
+      deconv_case({1, 4, 6, 6}, {4, 2, 3, 3}, {2, 2}, {2, 1}, {1, 1, 1, 1}, {}, {}, 2),    // grouped, dilated
+      deconv_case({1, 4, 5, 5}, {4, 3, 3, 3}, {2, 2}, {}, {}, {}, {12, 11}),               // output_shape
+      deconv_case({1, 4, 5, 5}, {4, 3, 3, 3}, {2, 2}, {}, {}, {}, {}, 1, "SAME_UPPER"),
+      deconv_case({2, 4, 9}, {4, 5, 4}, {3}, {}, {1, 2}),                                  // 1-D
+      deconv_case({1, 2, 3, 4, 5}, {2, 3, 3, 3, 3}, {2, 1, 2}, {}, {1, 1, 1, 1, 1, 1}),    // 3-D
+  };
+  for (DType t : kFloatTypes)
+    for (const DeconvCase& c : cases)
+      for (bool bias : {false, true}) check_deconv(c, t, bias);
+}
+
+TEST(CudaConv, RegisteredForEveryOp) {
+  EXPECT_TRUE(has_cuda_kernel("", "Conv", 22));
+  EXPECT_TRUE(has_cuda_kernel("com.ember", "FusedConv", 1));
+  EXPECT_TRUE(has_cuda_kernel("", "ConvTranspose", 22));
+}
+
+TEST(CudaConv, DeclinesWithAReason) {
+  const std::string f64 =
+      cuda_decline_reason(make_node("Conv", 2), 22, {{DType::Float64, {1, 2, 5, 5}}, {DType::Float64, {3, 2, 3, 3}}});
+  EXPECT_NE(f64.find("float64"), std::string::npos) << f64;
+  const std::string four_d = cuda_decline_reason(
+      make_node("Conv", 2), 22, {{DType::Float32, {1, 2, 3, 3, 3, 3}}, {DType::Float32, {3, 2, 1, 1, 1, 1}}});
+  EXPECT_NE(four_d.find("spatial"), std::string::npos) << four_d;
+  // A residual that broadcasts: the planner runs the decomposition instead.
+  Node fused = make_node("FusedConv", 4, 1, {}, "com.ember");
+  const std::string broadcast = cuda_decline_reason(
+      fused, 1,
+      {{DType::Float32, {1, 2, 5, 5}}, {DType::Float32, {3, 2, 3, 3}}, {DType::Float32, {3}}, {DType::Float32, {1, 3, 1, 1}}});
+  EXPECT_NE(broadcast.find("residual"), std::string::npos) << broadcast;
+  Node swish = make_node("FusedConv", 2, 1, {}, "com.ember");
+  swish.attributes.set_string("activation", "Swish9");
+  const std::string act =
+      cuda_decline_reason(swish, 1, {{DType::Float32, {1, 2, 5, 5}}, {DType::Float32, {3, 2, 3, 3}}});
+  EXPECT_NE(act.find("Swish9"), std::string::npos) << act;
+  const std::string mixed = cuda_decline_reason(make_node("ConvTranspose", 2), 22,
+                                                {{DType::Float16, {1, 2, 5, 5}}, {DType::Float32, {2, 3, 3, 3}}});
+  EXPECT_NE(mixed.find("mixed"), std::string::npos) << mixed;
+}
+
+}  // namespace
+}  // namespace ember::test

@@ -1,0 +1,118 @@
+// The geometry of the CUDA convolutions checked on the CPU, without a GPU: a Conv on
+// the padded copy of X with only symmetric pads, and a ConvTranspose computed
+// unpadded then cropped, must equal the CPU's Conv/ConvTranspose with ONNX's
+// attributes. (cuDNN's own arithmetic is what the GPU tests check.)
+#include "cuda_harness.h"
+#include "ops/cuda/conv_plan.h"
+#include "ops/evaluate.h"
+
+namespace ember::test {
+namespace {
+
+// What launch_shift_copy does, on the host (float32).
+Tensor shift_copy(const Tensor& x, const cuda::ShiftCopyArgs& a, const Shape& y_shape) {
+  Tensor y(DType::Float32, y_shape);
+  const int64_t in_plane = a.in[0] * a.in[1] * a.in[2], out_plane = a.out[0] * a.out[1] * a.out[2];
+  EXPECT_EQ(a.planes * in_plane, x.numel());
+  EXPECT_EQ(a.planes * out_plane, y.numel());
+  for (int64_t p = 0; p < a.planes; ++p)
+    for (int64_t o0 = 0; o0 < a.out[0]; ++o0)
+      for (int64_t o1 = 0; o1 < a.out[1]; ++o1)
+        for (int64_t o2 = 0; o2 < a.out[2]; ++o2) {
+          const int64_t s0 = o0 - a.shift[0], s1 = o1 - a.shift[1], s2 = o2 - a.shift[2];
+          const bool inside = s0 >= 0 && s0 < a.in[0] && s1 >= 0 && s1 < a.in[1] && s2 >= 0 && s2 < a.in[2];
+          y.data_as<float>()[p * out_plane + (o0 * a.out[1] + o1) * a.out[2] + o2] =
+              inside ? x.data_as<float>()[p * in_plane + (s0 * a.in[1] + s1) * a.in[2] + s2] : 0.f;
+        }
+  return y;
+}
+
+Tensor rand32(const Shape& s, uint32_t seed) {
+  std::mt19937 rng(seed);
+  return random_tensor(DType::Float32, s, -1, 1, rng);
+}
+
+void check_conv(const Shape& xs, const Shape& ws, const Attributes& at) {
+  SCOPED_TRACE("Conv X " + shape_to_string(xs) + " W " + shape_to_string(ws));
+  const Tensor x = rand32(xs, 1), w = rand32(ws, 2);
+  Node node = make_node("Conv", 2, 1, at);
+  const Tensor want = evaluate_node(node, 22, {&x, &w})[0];
+
+  const WindowGeometry g = forward_window(node, Shape(xs.begin() + 2, xs.end()), conv_kernel_shape(node, ws), false);
+  const cuda::ConvPadding p = cuda::conv_padding(xs, g);
+  const Tensor xp = p.copy ? shift_copy(x, p.copy_args, p.padded_x) : x;
+  Node sym = make_node("Conv", 2, 1, at);
+  sym.attributes.set_string("auto_pad", "NOTSET");
+  Shape pads(p.symmetric.begin(), p.symmetric.end());
+  pads.insert(pads.end(), p.symmetric.begin(), p.symmetric.end());
+  sym.attributes.set_ints("pads", pads);
+  const Tensor got = evaluate_node(sym, 22, {&xp, &w})[0];
+  expect_close(got, want, 1e-5, 1e-6, "padded copy + symmetric pads");
+}
+
+TEST(CudaConvPlan, AsymmetricPadsThroughAPaddedCopy) {
+  auto at = [](Shape strides, Shape dilations, Shape pads, int64_t group = 1, std::string auto_pad = "") {
+    Attributes a;
+    a.set_ints("strides", strides);
+    a.set_ints("dilations", dilations);
+    if (!pads.empty()) a.set_ints("pads", pads);
+    a.set_int("group", group);
+    if (!auto_pad.empty()) a.set_string("auto_pad", auto_pad);
+    return a;
+  };
+  check_conv({1, 8, 7, 9}, {6, 4, 3, 3}, at({1, 2}, {1, 1}, {0, 1, 2, 1}, 2));
+  check_conv({1, 3, 11, 13}, {4, 3, 3, 2}, at({1, 1}, {2, 1}, {1, 0, 2, 3}));
+  check_conv({1, 4, 7, 9}, {5, 4, 3, 3}, at({2, 2}, {1, 1}, {}, 1, "SAME_UPPER"));
+  check_conv({1, 4, 7, 9}, {5, 4, 4, 4}, at({1, 1}, {1, 1}, {}, 1, "SAME_LOWER"));
+  check_conv({1, 4, 17}, {6, 2, 5}, at({1}, {2}, {3, 1}, 2));
+  check_conv({1, 4, 5, 6, 7}, {4, 2, 2, 3, 3}, at({2, 1, 2}, {1, 1, 1}, {0, 1, 1, 1, 1, 0}, 2));
+  check_conv({2, 8, 9, 11}, {16, 8, 3, 3}, at({1, 1}, {1, 1}, {1, 1, 1, 1}));  // symmetric: no copy
+}
+
+void check_deconv(const Shape& xs, const Shape& ws, const Attributes& at) {
+  SCOPED_TRACE("ConvTranspose X " + shape_to_string(xs) + " W " + shape_to_string(ws));
+  const Tensor x = rand32(xs, 3), w = rand32(ws, 4);
+  Node node = make_node("ConvTranspose", 2, 1, at);
+  const Tensor want = evaluate_node(node, 22, {&x, &w})[0];
+
+  const TransposedWindow t = transposed_window(node, Shape(xs.begin() + 2, xs.end()), conv_kernel_shape(node, ws));
+  const cuda::DeconvGeometry d = cuda::deconv_geometry(xs, want.shape(), t);
+  // What cuDNN's backward data writes: the transposed convolution with these pads only.
+  Node plain = make_node("ConvTranspose", 2, 1);
+  plain.attributes.set_ints("strides", t.window.strides);
+  plain.attributes.set_ints("dilations", t.window.dilations);
+  plain.attributes.set_int("group", node.attributes.get_int_or("group", 1));
+  Shape pads(d.pads.begin(), d.pads.end());
+  pads.insert(pads.end(), d.pads.begin(), d.pads.end());
+  plain.attributes.set_ints("pads", pads);
+  const Tensor full = evaluate_node(plain, 22, {&x, &w})[0];
+  ASSERT_EQ(full.shape(), d.full);
+  const Tensor got = d.direct ? full : shift_copy(full, d.crop, want.shape());
+  expect_close(got, want, 1e-5, 1e-6, d.direct ? "direct" : "full + crop");
+}
+
+TEST(CudaConvPlan, TransposedFullThenCropped) {
+  auto at = [](Shape strides, Shape pads, Shape output_padding = {}, Shape output_shape = {}, int64_t group = 1,
+               std::string auto_pad = "", Shape dilations = {}) {
+    Attributes a;
+    a.set_ints("strides", strides);
+    if (!pads.empty()) a.set_ints("pads", pads);
+    if (!output_padding.empty()) a.set_ints("output_padding", output_padding);
+    if (!output_shape.empty()) a.set_ints("output_shape", output_shape);
+    a.set_int("group", group);
+    if (!auto_pad.empty()) a.set_string("auto_pad", auto_pad);
+    if (!dilations.empty()) a.set_ints("dilations", dilations);
+    return a;
+  };
+  check_deconv({1, 8, 5, 7}, {8, 4, 3, 3}, at({2, 2}, {1, 1, 1, 1}));
+  check_deconv({1, 8, 5, 7}, {8, 4, 3, 3}, at({2, 2}, {1, 1, 1, 1}, {1, 1}));
+  check_deconv({1, 4, 5, 7}, {4, 3, 4, 3}, at({2, 3}, {0, 1, 2, 0}));
+  check_deconv({1, 4, 6, 6}, {4, 2, 3, 3}, at({2, 2}, {1, 1, 1, 1}, {}, {}, 2, "", {2, 1}));
+  check_deconv({1, 4, 5, 5}, {4, 3, 3, 3}, at({2, 2}, {}, {}, {12, 11}));
+  check_deconv({1, 4, 5, 5}, {4, 3, 3, 3}, at({2, 2}, {}, {}, {}, 1, "SAME_UPPER"));
+  check_deconv({2, 4, 9}, {4, 5, 4}, at({3}, {1, 2}));
+  check_deconv({1, 2, 3, 4, 5}, {2, 3, 3, 3, 3}, at({2, 1, 2}, {1, 1, 1, 1, 1, 1}));
+}
+
+}  // namespace
+}  // namespace ember::test
