@@ -10,8 +10,9 @@ namespace {
 // The activation a node applies, as a FusedConv/FusedMatMul `activation` string and
 // its parameters; empty when the node is not a fusable activation.
 std::string activation_of(const Graph& graph, const Node& n, std::vector<float>* params) {
-  if (n.domain == "com.ember" && n.op_type == "Gelu") return "Gelu";
-  if (!n.domain.empty()) return "";
+  // fuse_gelu's com.ember Gelu carries `approximate` as ONNX's Gelu does (read below).
+  const bool ember_gelu = n.domain == "com.ember" && n.op_type == "Gelu";
+  if (!n.domain.empty() && !ember_gelu) return "";
   if (n.op_type == "Relu" || n.op_type == "Sigmoid" || n.op_type == "Tanh" ||
       n.op_type == "HardSwish")
     return n.op_type;
