@@ -13,7 +13,8 @@ int eliminate_dead_code(Graph& graph);
 // Conv followed by BatchNormalization (inference, constant statistics) becomes one
 // Conv with rescaled weights and bias.
 int fold_conv_batchnorm(Graph& graph);
-// x * 0.5 * (1 + Erf(x / sqrt(2))) as exporters write it becomes Gelu on x.
+// x * 0.5 * (1 + Erf(x / sqrt(2))) as exporters write it becomes com.ember Gelu on x;
+// x * 0.5 * (1 + Tanh(sqrt(2/pi) * (x + 0.044715 x^3))) becomes one with approximate="tanh".
 int fuse_gelu(Graph& graph);
 // Conv / MatMul / Gemm followed by a bias Add, a residual Add and an activation become
 // com.ember FusedConv / FusedMatMul / FusedGemm, each carrying its unfused

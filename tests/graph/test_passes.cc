@@ -182,5 +182,89 @@ TEST(Passes, MatMulBiasGeluFusesWithTheSameResult) {
   expect_close(run_reference(g, in)[0], before[0], 1e-5f);
 }
 
+// GPT-2's gelu_new as its exporter writes it: 0.5 * x * (1 + tanh(sqrt(2/pi) * (x +
+// 0.044715 * x^3))), constants first, with x^3 as Pow (or as a Mul chain when
+// `cube_as_muls`) and `tail` choosing how 0.5, x and (1 + tanh) are grouped:
+// 0: (x * 0.5) * a,  1: (x * a) * 0.5,  2: (a * 0.5) * x.
+Graph tanh_gelu_graph(bool cube_as_muls, int tail, float half = 0.5f) {
+  Graph g = base_graph({2, 5, 8});
+  g.initializers["three"] = scalar(3.0f);
+  g.initializers["c"] = scalar(0.044715f);
+  g.initializers["k"] = scalar(0.7978845608f);  // sqrt(2/pi)
+  g.initializers["one"] = scalar(1.0f);
+  g.initializers["half"] = scalar(half);
+  if (cube_as_muls) {
+    g.nodes = {make_node("Mul", {"x", "x"}, {"x2"}), make_node("Mul", {"x2", "x"}, {"p"})};
+  } else {
+    g.nodes = {make_node("Pow", {"x", "three"}, {"p"})};
+  }
+  for (Node n : {make_node("Mul", {"c", "p"}, {"cp"}), make_node("Add", {"x", "cp"}, {"s"}),
+                 make_node("Mul", {"k", "s"}, {"ks"}), make_node("Tanh", {"ks"}, {"t"}),
+                 make_node("Add", {"one", "t"}, {"a"})})
+    g.nodes.push_back(n);
+  if (tail == 0) {
+    g.nodes.push_back(make_node("Mul", {"half", "x"}, {"hx"}));
+    g.nodes.push_back(make_node("Mul", {"hx", "a"}, {"y"}));
+  } else if (tail == 1) {
+    g.nodes.push_back(make_node("Mul", {"x", "a"}, {"xa"}));
+    g.nodes.push_back(make_node("Mul", {"xa", "half"}, {"y"}));
+  } else {
+    g.nodes.push_back(make_node("Mul", {"a", "half"}, {"ah"}));
+    g.nodes.push_back(make_node("Mul", {"x", "ah"}, {"y"}));
+  }
+  g.outputs.push_back({"y", DType::Float32, {}, false});
+  return g;
+}
+
+TEST(Passes, TanhGeluPatternBecomesOneTanhGeluWithTheSameResult) {
+  std::mt19937 rng(7);
+  for (bool cube_as_muls : {false, true}) {
+    for (int tail : {0, 1, 2}) {
+      SCOPED_TRACE("cube as muls " + std::to_string(cube_as_muls) + ", tail " + std::to_string(tail));
+      Graph g = tanh_gelu_graph(cube_as_muls, tail);
+      const std::vector<Tensor> in = {random_tensor({2, 5, 8}, rng, -4, 4)};
+      const auto before = run_reference(g, in);
+      EXPECT_EQ(fuse_gelu(g), 1);
+      ASSERT_EQ(g.nodes.size(), 1u);
+      EXPECT_EQ(g.nodes[0].op_type, "Gelu");
+      EXPECT_EQ(g.nodes[0].domain, "com.ember");
+      EXPECT_EQ(g.nodes[0].inputs[0], "x");
+      EXPECT_EQ(g.nodes[0].attributes.get_string("approximate"), "tanh");
+      // float32: x^3 by pow or by products, and the constants' order, differ in the last bits.
+      expect_close(run_reference(g, in)[0], before[0], 1e-5f);
+    }
+  }
+}
+
+TEST(Passes, TanhGeluIsLeftAloneWhenAConstantOrAReaderDiffers) {
+  Graph wrong_half = tanh_gelu_graph(false, 0, 0.6f);
+  EXPECT_EQ(fuse_gelu(wrong_half), 0);
+  Graph read_twice = tanh_gelu_graph(false, 1);
+  read_twice.outputs.push_back({"t", DType::Float32, {}, false});  // tanh's output is needed too
+  EXPECT_EQ(fuse_gelu(read_twice), 0);
+  Graph square = tanh_gelu_graph(false, 2);
+  square.initializers["three"] = scalar(2.0f);
+  EXPECT_EQ(fuse_gelu(square), 0);
+}
+
+// The tanh form after MatMul + bias fuses on into FusedMatMul as GeluTanh, not Gelu.
+TEST(Passes, MatMulBiasTanhGeluFusesAsGeluTanhWithTheSameResult) {
+  std::mt19937 rng(8);
+  Graph g = tanh_gelu_graph(false, 0);
+  g.initializers["w"] = random_tensor({8, 16}, rng);
+  g.initializers["bias"] = random_tensor({16}, rng);
+  for (Node& n : g.nodes)
+    for (std::string& input : n.inputs)
+      if (input == "x") input = "h";
+  g.nodes.insert(g.nodes.begin(), {make_node("MatMul", {"x", "w"}, {"m"}), make_node("Add", {"m", "bias"}, {"h"})});
+  const std::vector<Tensor> in = {random_tensor({2, 5, 8}, rng)};
+  const auto before = run_reference(g, in);
+  optimize_graph(g);
+  ASSERT_EQ(g.nodes.size(), 1u);
+  EXPECT_EQ(g.nodes[0].op_type, "FusedMatMul");
+  EXPECT_EQ(g.nodes[0].attributes.get_string("activation"), "GeluTanh");
+  expect_close(run_reference(g, in)[0], before[0], 1e-5f);
+}
+
 }  // namespace
 }  // namespace ember
