@@ -1,0 +1,171 @@
+// LayerNormalization, RMSNormalization, InstanceNormalization and GroupNormalization
+// on CUDA: float32 and float16 storage (X, scale and bias of one dtype), float32
+// statistics; the same opset ranges and arithmetic as the CPU kernels
+// (ops/cpu/layer_norm.cc, rms_norm.cc, norm.cc). norm_impl.h has the kernels.
+#include "ops/cuda/cuda_common.h"
+#include "ops/cuda/norm_impl.h"
+#include "ops/registry.h"
+
+namespace ember {
+
+namespace {
+
+bool is_float(DType t) { return t == DType::Float32 || t == DType::Float16; }
+
+std::string dtype_reason(DType t) {
+  return std::string(dtype_name(t)) + " is not supported on CUDA (float32 and float16 are)";
+}
+
+// Inputs 1.. that are present must have X's dtype (the ops' type constraints say so;
+// the kernels read them as X's storage type).
+bool same_dtypes(const KernelInit& init, size_t count, std::string* why_not) {
+  for (size_t i = 1; i < count && i < init.inputs.size(); ++i)
+    if (init.inputs[i].present() && init.inputs[i].dtype != init.inputs[0].dtype) {
+      *why_not = "input " + std::to_string(i) + " is " + dtype_name(init.inputs[i].dtype) + " while X is " +
+                 dtype_name(init.inputs[0].dtype) + " (the CUDA kernel needs one dtype)";
+      return false;
+    }
+  return true;
+}
+
+// True when parameter `p` (right-aligned against X) is indexed by the position inside
+// the normalized row alone: 1 on every dim before `axis`, X's size on every dim from
+// `axis` on (size-1 dims of X aside).
+bool indexed_by_column(const Shape& x, const Shape& p, int64_t axis) {
+  const int64_t rank = static_cast<int64_t>(x.size()), lead = rank - static_cast<int64_t>(p.size());
+  if (lead < 0) return false;
+  for (int64_t d = 0; d < rank; ++d) {
+    const int64_t pd = d < lead ? 1 : p[d - lead];
+    if (d < axis ? pd != 1 : pd != x[d] && x[d] != 1) return false;
+  }
+  return true;
+}
+
+class RowNormKernel final : public Kernel {
+ public:
+  explicit RowNormKernel(const cuda::RowNormArgs& args) : args_(args) {}
+
+  void run(const RunArgs& args) const override {
+    cuda::RowNormArgs a = args_;
+    a.x = args.inputs[0]->data();
+    a.scale = args.inputs[1]->data();
+    a.bias = !a.rms && args.inputs.size() > 2 && args.inputs[2] ? args.inputs[2]->data() : nullptr;
+    a.y = args.outputs[0]->data();
+    a.mean = stat_output(args, 1);
+    a.inv_std = stat_output(args, 2);
+    cuda::launch_row_norm(a, cuda::stream_context(args).stream);
+    cuda::check_launch(a.rms ? "RMSNormalization" : "LayerNormalization");
+  }
+
+ private:
+  float* stat_output(const RunArgs& args, size_t i) const {
+    if (args_.rms || args.outputs.size() <= i || !args.outputs[i]) return nullptr;
+    return args.outputs[i]->data_as<float>();
+  }
+
+  cuda::RowNormArgs args_;
+};
+
+// LayerNormalization (opset 17) and RMSNormalization (opset 23): rows of the dims from
+// `axis` on.
+template <bool kRms>
+std::unique_ptr<Kernel> make_row_norm(KernelInit& init, std::string* why_not) {
+  const DType dtype = init.inputs[0].dtype;
+  if (!is_float(dtype)) {
+    *why_not = dtype_reason(dtype);
+    return nullptr;
+  }
+  if (!same_dtypes(init, kRms ? 2 : 3, why_not)) return nullptr;
+  if (!kRms && init.node.attributes.get_int_or("stash_type", 1) != 1) {
+    *why_not = "only stash_type 1 (float) is supported";
+    return nullptr;
+  }
+  const Shape& x = init.inputs[0].shape;
+  const int64_t rank = static_cast<int64_t>(x.size());
+  int64_t axis = init.node.attributes.get_int_or("axis", -1);
+  if (axis < -rank || axis >= rank) init.fail("axis " + std::to_string(axis) + " is out of range");
+  if (axis < 0) axis += rank;
+  const bool has_bias = !kRms && init.inputs.size() > 2 && init.inputs[2].present();
+  for (size_t i = 1; i < (has_bias ? 3u : 2u); ++i)
+    if (!indexed_by_column(x, init.inputs[i].shape, axis)) {
+      *why_not = std::string(i == 1 ? "scale " : "bias ") + shape_to_string(init.inputs[i].shape) +
+                 " broadcasts inside the normalized dims or varies across rows of X " + shape_to_string(x) +
+                 " (the CUDA kernel indexes it by the position in the row)";
+      return nullptr;
+    }
+  cuda::RowNormArgs a;
+  a.half = dtype == DType::Float16;
+  a.rms = kRms;
+  a.epsilon = init.node.attributes.get_float_or("epsilon", 1e-5f);
+  a.rows = 1;
+  a.cols = 1;
+  for (int64_t d = 0; d < rank; ++d) (d < axis ? a.rows : a.cols) *= x[d];
+  return std::make_unique<RowNormKernel>(a);
+}
+
+class GroupNormKernel final : public Kernel {
+ public:
+  explicit GroupNormKernel(const cuda::GroupNormArgs& args) : args_(args) {}
+
+  void run(const RunArgs& args) const override {
+    cuda::GroupNormArgs a = args_;
+    a.x = args.inputs[0]->data();
+    a.scale = args.inputs[1]->data();
+    a.bias = args.inputs[2]->data();
+    a.y = args.outputs[0]->data();
+    cuda::launch_group_norm(a, cuda::stream_context(args).stream);
+    cuda::check_launch(a.groups == a.channels && a.per_channel ? "InstanceNormalization" : "GroupNormalization");
+  }
+
+ private:
+  cuda::GroupNormArgs args_;
+};
+
+std::unique_ptr<Kernel> make_group_norm_kernel(const KernelInit& init, int64_t groups, bool per_channel,
+                                               std::string* why_not) {
+  const DType dtype = init.inputs[0].dtype;
+  if (!is_float(dtype)) {
+    *why_not = dtype_reason(dtype);
+    return nullptr;
+  }
+  if (!same_dtypes(init, 3, why_not)) return nullptr;
+  const Shape& x = init.inputs[0].shape;
+  cuda::GroupNormArgs a;
+  a.half = dtype == DType::Float16;
+  a.per_channel = per_channel;
+  a.epsilon = init.node.attributes.get_float_or("epsilon", 1e-5f);
+  a.batch = x[0];
+  a.channels = x[1];
+  a.groups = groups;
+  a.spatial = 1;
+  for (size_t d = 2; d < x.size(); ++d) a.spatial *= x[d];
+  return std::make_unique<GroupNormKernel>(a);
+}
+
+std::unique_ptr<Kernel> make_instance_norm(KernelInit& init, std::string* why_not) {
+  const Shape& x = init.inputs[0].shape;
+  if (x.size() < 3) init.fail("X must have rank >= 3");
+  return make_group_norm_kernel(init, x[1], true, why_not);
+}
+
+std::unique_ptr<Kernel> make_group_norm(KernelInit& init, std::string* why_not) {
+  const Shape& x = init.inputs[0].shape;
+  const int64_t groups = init.node.attributes.get_int("num_groups");
+  if (x.size() < 2 || groups <= 0 || x[1] % groups != 0)
+    init.fail("num_groups must divide the channel dimension of X");
+  if (init.node.attributes.get_int_or("stash_type", 1) != 1) {
+    *why_not = "only stash_type 1 (float) is supported";
+    return nullptr;
+  }
+  // Opset 18 has one scale/bias per group; opset 21 one per channel.
+  return make_group_norm_kernel(init, groups, init.opset >= 21, why_not);
+}
+
+}  // namespace
+
+EMBER_KERNEL("LayerNormalization", "", 17, kMaxOpset, DeviceKind::Cuda, make_row_norm<false>);
+EMBER_KERNEL("RMSNormalization", "", 23, kMaxOpset, DeviceKind::Cuda, make_row_norm<true>);
+EMBER_KERNEL("InstanceNormalization", "", 1, kMaxOpset, DeviceKind::Cuda, make_instance_norm);
+EMBER_KERNEL("GroupNormalization", "", 18, kMaxOpset, DeviceKind::Cuda, make_group_norm);
+
+}  // namespace ember

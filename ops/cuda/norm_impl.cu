@@ -1,0 +1,202 @@
+#include "ops/cuda/cuda_math.cuh"
+#include "ops/cuda/norm_impl.h"
+
+namespace ember::cuda {
+
+namespace {
+
+constexpr unsigned kWarpBlock = 128;  // warp kernel: 4 warps, one row each at a time
+constexpr int64_t kMaxGrid = 65535 * 8;
+
+unsigned grid_for(int64_t items, int64_t per_block) {
+  const int64_t blocks = (items + per_block - 1) / per_block;
+  return static_cast<unsigned>(blocks < 1 ? 1 : blocks > kMaxGrid ? kMaxGrid : blocks);
+}
+
+template <class T> __device__ __forceinline__ float param(const void* p, int64_t i) {
+  return to_float(static_cast<const T*>(p)[i]);
+}
+
+// The normalized value of element j given the row's statistics (mean is 0 for RMS).
+template <class T, bool kRms>
+__device__ __forceinline__ float row_norm_value(const RowNormArgs& p, float v, int64_t j, float mean, float inv) {
+  if (kRms) return v * inv * param<T>(p.scale, j);
+  const float r = (v - mean) * inv * param<T>(p.scale, j);
+  return p.bias ? r + param<T>(p.bias, j) : r;
+}
+
+__device__ __forceinline__ void store_stats(const RowNormArgs& p, int64_t row, float mean, float inv) {
+  if (p.mean) p.mean[row] = mean;
+  if (p.inv_std) p.inv_std[row] = inv;
+}
+
+// One warp per row of cols <= 32 * kPerLane; lane l holds elements l, l + 32, ...
+template <class T, bool kRms, int kPerLane>
+__global__ void row_norm_warp_kernel(RowNormArgs p) {
+  const T* x = static_cast<const T*>(p.x);
+  T* y = static_cast<T*>(p.y);
+  const int n = static_cast<int>(p.cols);
+  const float count = static_cast<float>(n);
+  const int lane = threadIdx.x & 31;
+  const int64_t warps_per_block = blockDim.x >> 5;
+  const int64_t stride = gridDim.x * warps_per_block;
+  for (int64_t row = blockIdx.x * warps_per_block + (threadIdx.x >> 5); row < p.rows; row += stride) {
+    const T* in = x + row * n;
+    T* out = y + row * n;
+    float v[kPerLane];
+    float s = 0.f;
+#pragma unroll
+    for (int k = 0; k < kPerLane; ++k) {
+      const int j = lane + k * 32;
+      v[k] = j < n ? to_float(in[j]) : 0.f;
+      s += kRms ? v[k] * v[k] : v[k];
+    }
+    s = warp_sum(s);
+    float mean = 0.f, inv;
+    if (kRms) {
+      inv = 1.f / sqrtf(s / count + p.epsilon);
+    } else {
+      mean = s / count;  // NaN for an empty row, as the CPU gives
+      float d2 = 0.f;
+#pragma unroll
+      for (int k = 0; k < kPerLane; ++k) {
+        const float d = lane + k * 32 < n ? v[k] - mean : 0.f;
+        d2 += d * d;
+      }
+      d2 = warp_sum(d2);
+      inv = 1.f / sqrtf(d2 / count + p.epsilon);
+    }
+    if (lane == 0) store_stats(p, row, mean, inv);
+#pragma unroll
+    for (int k = 0; k < kPerLane; ++k) {
+      const int j = lane + k * 32;
+      if (j < n) out[j] = from_float<T>(row_norm_value<T, kRms>(p, v[k], j, mean, inv));
+    }
+  }
+}
+
+// One block per row; each thread touches the same elements in every pass, so the
+// shared-memory cache needs no barrier of its own.
+template <class T, bool kRms, bool kCache>
+__global__ void row_norm_block_kernel(RowNormArgs p) {
+  extern __shared__ float cache[];  // cols floats when kCache
+  __shared__ float scratch[32];
+  const T* x = static_cast<const T*>(p.x);
+  T* y = static_cast<T*>(p.y);
+  const int64_t n = p.cols;
+  const float count = static_cast<float>(n);
+  for (int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {  // uniform per block
+    const T* in = x + row * n;
+    T* out = y + row * n;
+    float s = 0.f;
+    for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+      const float v = to_float(in[j]);
+      if (kCache) cache[j] = v;
+      s += kRms ? v * v : v;
+    }
+    s = block_sum(s, scratch);
+    float mean = 0.f, inv;
+    if (kRms) {
+      inv = 1.f / sqrtf(s / count + p.epsilon);
+    } else {
+      mean = s / count;
+      float d2 = 0.f;
+      for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
+        const float d = (kCache ? cache[j] : to_float(in[j])) - mean;
+        d2 += d * d;
+      }
+      d2 = block_sum(d2, scratch);
+      inv = 1.f / sqrtf(d2 / count + p.epsilon);
+    }
+    if (threadIdx.x == 0) store_stats(p, row, mean, inv);
+    for (int64_t j = threadIdx.x; j < n; j += blockDim.x)
+      out[j] = from_float<T>(row_norm_value<T, kRms>(p, kCache ? cache[j] : to_float(in[j]), j, mean, inv));
+  }
+}
+
+template <class T, bool kRms, int kPerLane>
+void launch_warp(const RowNormArgs& p, cudaStream_t stream) {
+  row_norm_warp_kernel<T, kRms, kPerLane><<<grid_for(p.rows, kWarpBlock / 32), kWarpBlock, 0, stream>>>(p);
+}
+
+template <class T, bool kRms>
+void launch_rows(const RowNormArgs& p, cudaStream_t stream) {
+  const int64_t n = p.cols;
+  if (n <= 32) launch_warp<T, kRms, 1>(p, stream);
+  else if (n <= 64) launch_warp<T, kRms, 2>(p, stream);
+  else if (n <= 128) launch_warp<T, kRms, 4>(p, stream);
+  else if (n <= 256) launch_warp<T, kRms, 8>(p, stream);
+  else if (n <= 512) launch_warp<T, kRms, 16>(p, stream);
+  else if (n <= kNormWarpRow) launch_warp<T, kRms, 32>(p, stream);
+  else {
+    const unsigned threads = n <= 4096 ? 256 : n <= 16384 ? 512 : 1024;
+    const unsigned grid = grid_for(p.rows, 1);
+    if (n <= kNormCachedRow)
+      row_norm_block_kernel<T, kRms, true><<<grid, threads, n * sizeof(float), stream>>>(p);
+    else
+      row_norm_block_kernel<T, kRms, false><<<grid, threads, 0, stream>>>(p);
+  }
+}
+
+// One block per (batch, group) item: its channels / groups * spatial elements are
+// contiguous. y = x * a + b with a = inv_std * scale[c], b = bias[c] - mean * inv_std * scale[c]
+// (the CPU kernel's arithmetic), c the channel (per_channel) or the group.
+template <class T>
+__global__ void group_norm_kernel(GroupNormArgs p) {
+  __shared__ float scratch[32];
+  const T* x = static_cast<const T*>(p.x);
+  T* y = static_cast<T*>(p.y);
+  const int64_t group_channels = p.channels / p.groups;
+  const int64_t run = group_channels * p.spatial;
+  const float count = static_cast<float>(run);
+  const int64_t items = p.batch * p.groups;
+  for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {  // uniform per block
+    const int64_t g = item % p.groups;
+    const T* in = x + item * run;
+    T* out = y + item * run;
+    float s = 0.f;
+    for (int64_t j = threadIdx.x; j < run; j += blockDim.x) s += to_float(in[j]);
+    const float mean = block_sum(s, scratch) / count;
+    float d2 = 0.f;
+    for (int64_t j = threadIdx.x; j < run; j += blockDim.x) {
+      const float d = to_float(in[j]) - mean;
+      d2 += d * d;
+    }
+    const float inv = 1.f / sqrtf(block_sum(d2, scratch) / count + p.epsilon);
+    for (int64_t j = threadIdx.x; j < run; j += blockDim.x) {
+      const int64_t c = p.per_channel ? g * group_channels + j / p.spatial : g;
+      const float sc = param<T>(p.scale, c);
+      const float a = inv * sc, b = param<T>(p.bias, c) - mean * inv * sc;
+      out[j] = from_float<T>(to_float(in[j]) * a + b);
+    }
+  }
+}
+
+template <class T>
+void launch_groups(const GroupNormArgs& p, cudaStream_t stream) {
+  const int64_t run = p.channels / p.groups * p.spatial;
+  const unsigned threads = run <= 1024 ? 128 : run <= 8192 ? 256 : 512;
+  group_norm_kernel<T><<<grid_for(p.batch * p.groups, 1), threads, 0, stream>>>(p);
+}
+
+}  // namespace
+
+void launch_row_norm(const RowNormArgs& args, cudaStream_t stream) {
+  if (args.rows <= 0) return;
+  // cols == 0 still runs: Mean and InvStdDev become NaN, as on the CPU.
+  if (args.half) {
+    if (args.rms) launch_rows<__half, true>(args, stream);
+    else launch_rows<__half, false>(args, stream);
+  } else {
+    if (args.rms) launch_rows<float, true>(args, stream);
+    else launch_rows<float, false>(args, stream);
+  }
+}
+
+void launch_group_norm(const GroupNormArgs& args, cudaStream_t stream) {
+  if (args.batch <= 0 || args.channels <= 0 || args.groups <= 0 || args.spatial <= 0) return;
+  if (args.half) launch_groups<__half>(args, stream);
+  else launch_groups<float>(args, stream);
+}
+
+}  // namespace ember::cuda

@@ -1,0 +1,64 @@
+// Softmax and LogSoftmax on CUDA (float32 and float16 storage, float32 math).
+//
+// Opsets 1-12 coerce the input to 2-D at `axis` (default 1) and normalize each row of
+// prod(dims[axis:]) elements; opset 13+ normalizes along the one dimension `axis`
+// (default -1). Both become [outer, n, inner] here, at plan time, as on the CPU
+// (ops/cpu/softmax.cc); softmax_impl.h says which kernel takes which shape.
+#include "ops/cuda/cuda_common.h"
+#include "ops/cuda/softmax_impl.h"
+#include "ops/registry.h"
+
+namespace ember {
+
+namespace {
+
+class SoftmaxKernel final : public Kernel {
+ public:
+  explicit SoftmaxKernel(const cuda::SoftmaxArgs& args) : args_(args) {}
+
+  void run(const RunArgs& args) const override {
+    cuda::SoftmaxArgs a = args_;
+    a.x = args.inputs[0]->data();
+    a.y = args.outputs[0]->data();
+    cuda::launch_softmax(a, cuda::stream_context(args).stream);
+    cuda::check_launch(a.log ? "LogSoftmax" : "Softmax");
+  }
+
+ private:
+  cuda::SoftmaxArgs args_;
+};
+
+template <bool kLog>
+std::unique_ptr<Kernel> make_softmax(KernelInit& init, std::string* why_not) {
+  const DType dtype = init.inputs[0].dtype;
+  if (dtype != DType::Float32 && dtype != DType::Float16) {
+    *why_not = std::string(dtype_name(dtype)) + " is not supported on CUDA (float32 and float16 are)";
+    return nullptr;
+  }
+  const Shape& shape = init.inputs[0].shape;
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  const bool coerced = init.opset < 13;
+  int64_t axis = init.node.attributes.get_int_or("axis", coerced ? 1 : -1);
+  if (axis < -rank || axis > (coerced ? rank : rank - 1))
+    init.fail("axis " + std::to_string(axis) + " is out of range");
+  if (axis < 0) axis += rank;
+  auto product = [&](int64_t from, int64_t to) {
+    int64_t p = 1;
+    for (int64_t d = from; d < to; ++d) p *= shape[d];
+    return p;
+  };
+  cuda::SoftmaxArgs a;
+  a.half = dtype == DType::Float16;
+  a.log = kLog;
+  a.outer = product(0, axis);
+  a.n = coerced ? product(axis, rank) : shape[axis];
+  a.inner = coerced ? 1 : product(axis + 1, rank);
+  return std::make_unique<SoftmaxKernel>(a);
+}
+
+}  // namespace
+
+EMBER_KERNEL("Softmax", "", 1, kMaxOpset, DeviceKind::Cuda, make_softmax<false>);
+EMBER_KERNEL("LogSoftmax", "", 1, kMaxOpset, DeviceKind::Cuda, make_softmax<true>);
+
+}  // namespace ember
