@@ -3,12 +3,17 @@
 //
 // The row is small enough to stay in L1 (768 floats for BERT), so mean and variance
 // are two passes over it in registers, which is as fast as Welford and more accurate.
+//
+// float16 is stored as such and computed in float32 (the same code as float32 on the
+// widened values), rounded once when written.
+#include "ops/cpu/float16.h"
 #include "ops/cpu/parallel.h"
 #include "ops/registry.h"
 
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <type_traits>
 
 namespace ember {
 
@@ -16,27 +21,31 @@ namespace {
 
 constexpr int kLanes = 16;  // independent partial sums so the loops vectorize
 
+// The type arithmetic runs in: float for float16 storage, else the storage type.
 template <class T>
-T sum_row(const T* x, int64_t n) {
-  T lanes[kLanes] = {};
+using ComputeOf = std::conditional_t<std::is_same_v<T, Float16>, float, T>;
+
+template <class C, class T>
+C sum_row(const T* x, int64_t n) {
+  C lanes[kLanes] = {};
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes)
-    for (int j = 0; j < kLanes; ++j) lanes[j] += x[i + j];
-  T s = 0;
+    for (int j = 0; j < kLanes; ++j) lanes[j] += C(x[i + j]);
+  C s = 0;
   for (int j = 0; j < kLanes; ++j) s += lanes[j];
-  for (; i < n; ++i) s += x[i];
+  for (; i < n; ++i) s += C(x[i]);
   return s;
 }
 
-template <class T>
-T squared_deviation(const T* x, int64_t n, T mean) {
-  T lanes[kLanes] = {};
+template <class C, class T>
+C squared_deviation(const T* x, int64_t n, C mean) {
+  C lanes[kLanes] = {};
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes)
-    for (int j = 0; j < kLanes; ++j) lanes[j] += (x[i + j] - mean) * (x[i + j] - mean);
-  T s = 0;
+    for (int j = 0; j < kLanes; ++j) lanes[j] += (C(x[i + j]) - mean) * (C(x[i + j]) - mean);
+  C s = 0;
   for (int j = 0; j < kLanes; ++j) s += lanes[j];
-  for (; i < n; ++i) s += (x[i] - mean) * (x[i] - mean);
+  for (; i < n; ++i) s += (C(x[i]) - mean) * (C(x[i]) - mean);
   return s;
 }
 
@@ -75,6 +84,8 @@ Broadcast make_broadcast(const Shape& x, const Shape& p, int64_t axis) {
 
 template <class T>
 class LayerNormKernel final : public Kernel {
+  using C = ComputeOf<T>;
+
  public:
   LayerNormKernel(int64_t rows, int64_t cols, float epsilon, Broadcast scale, Broadcast bias)
       : rows_(rows), cols_(cols), epsilon_(epsilon), scale_(scale), bias_(bias) {}
@@ -94,8 +105,8 @@ class LayerNormKernel final : public Kernel {
     parallel_for(rows_, cols_ * 8, [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) {
         const T* in = x + r * cols_;
-        const T mean = sum_row(in, cols_) / T(cols_);
-        const T inv = T(1) / std::sqrt(squared_deviation(in, cols_, mean) / T(cols_) + T(epsilon_));
+        const C mean = sum_row<C>(in, cols_) / C(cols_);
+        const C inv = C(1) / std::sqrt(squared_deviation(in, cols_, mean) / C(cols_) + C(epsilon_));
         if (mean_out) mean_out[r] = float(mean);
         if (inv_out) inv_out[r] = float(inv);
         write_row(in, y + r * cols_, r * cols_, mean, inv, scale, bias);
@@ -108,22 +119,22 @@ class LayerNormKernel final : public Kernel {
     return args.outputs.size() > i && args.outputs[i] ? args.outputs[i]->data_as<float>() : nullptr;
   }
 
-  void write_row(const T* in, T* out, int64_t flat, T mean, T inv, const T* scale,
+  void write_row(const T* in, T* out, int64_t flat, C mean, C inv, const T* scale,
                  const T* bias) const {
     if (scale_.contiguous_row && (!bias || bias_.contiguous_row)) {
       const T* s = scale + scale_.offset(flat);
       if (bias) {
         const T* b = bias + bias_.offset(flat);
-        for (int64_t j = 0; j < cols_; ++j) out[j] = (in[j] - mean) * inv * s[j] + b[j];
+        for (int64_t j = 0; j < cols_; ++j) out[j] = T((C(in[j]) - mean) * inv * C(s[j]) + C(b[j]));
       } else {
-        for (int64_t j = 0; j < cols_; ++j) out[j] = (in[j] - mean) * inv * s[j];
+        for (int64_t j = 0; j < cols_; ++j) out[j] = T((C(in[j]) - mean) * inv * C(s[j]));
       }
       return;
     }
     // Scale or B broadcast inside the normalized dims: rare, index each element.
     for (int64_t j = 0; j < cols_; ++j) {
-      const T b = bias ? bias[bias_.offset(flat + j)] : T(0);
-      out[j] = (in[j] - mean) * inv * scale[scale_.offset(flat + j)] + b;
+      const C b = bias ? C(bias[bias_.offset(flat + j)]) : C(0);
+      out[j] = T((C(in[j]) - mean) * inv * C(scale[scale_.offset(flat + j)]) + b);
     }
   }
 
@@ -158,6 +169,7 @@ std::unique_ptr<Kernel> make_layer_norm(KernelInit& init, std::string* why_not) 
   switch (dtype) {
     case DType::Float32: return std::make_unique<LayerNormKernel<float>>(rows, cols, epsilon, scale, bias);
     case DType::Float64: return std::make_unique<LayerNormKernel<double>>(rows, cols, epsilon, scale, bias);
+    case DType::Float16: return std::make_unique<LayerNormKernel<Float16>>(rows, cols, epsilon, scale, bias);
     default:
       *why_not = std::string(dtype_name(dtype)) + " is not supported";
       return nullptr;

@@ -7,6 +7,9 @@
 //  - innermost run reduced: each output folds contiguous runs of the input (ReduceMean
 //    over the last axis, or over H*W as in GlobalAveragePool);
 //  - innermost run kept: each output row folds whole input rows element-wise.
+//
+// float16 accumulates in float32 and is rounded once, when the result is written.
+#include "ops/cpu/float16.h"
 #include "ops/cpu/parallel.h"
 #include "ops/registry.h"
 
@@ -23,9 +26,11 @@ namespace {
 constexpr int kMaxDims = 16;
 constexpr int64_t kChunk = 128;  // output columns folded together in the "kept" loop shape
 
-// Accumulators: the element type for floats, int64 for integers (wraps like numpy's sum).
+// Accumulators: the element type for float32/float64, float32 for float16, int64 for
+// integers (wraps like numpy's sum).
 template <class T>
-using AccOf = std::conditional_t<std::is_integral_v<T>, int64_t, T>;
+using AccOf = std::conditional_t<std::is_integral_v<T>, int64_t,
+                                 std::conditional_t<std::is_same_v<T, Float16>, float, T>>;
 
 // Each reduction is init / map (per element, `shift` used by LogSumExp) / combine /
 // finish (given the element count). All static so loops inline and vectorize.
@@ -42,8 +47,8 @@ struct MeanOp : SumOp {
   }
 };
 struct MaxOp {
-  template <class T, class A> static A init() {
-    if constexpr (std::numeric_limits<T>::has_infinity) return -std::numeric_limits<T>::infinity();
+  template <class T, class A> static A init() {  // A's infinity: float16 has no numeric_limits
+    if constexpr (std::numeric_limits<A>::has_infinity) return -std::numeric_limits<A>::infinity();
     else return std::numeric_limits<T>::lowest();
   }
   template <class T, class A> static A map(T x, A) { return A(x); }
@@ -52,7 +57,7 @@ struct MaxOp {
 };
 struct MinOp : MaxOp {
   template <class T, class A> static A init() {
-    if constexpr (std::numeric_limits<T>::has_infinity) return std::numeric_limits<T>::infinity();
+    if constexpr (std::numeric_limits<A>::has_infinity) return std::numeric_limits<A>::infinity();
     else return std::numeric_limits<T>::max();
   }
   template <class A> static A combine(A a, A b) { return a < b ? a : b; }
@@ -62,7 +67,7 @@ struct ProdOp : SumOp {
   template <class A> static A combine(A a, A b) { return a * b; }
 };
 struct L1Op : SumOp {
-  template <class T, class A> static A map(T x, A) { return x < 0 ? -A(x) : A(x); }
+  template <class T, class A> static A map(T x, A) { return A(x) < 0 ? -A(x) : A(x); }
 };
 struct SumSquareOp : SumOp {
   template <class T, class A> static A map(T x, A) { return A(x) * A(x); }
@@ -205,7 +210,7 @@ class ReduceKernel final : public Kernel {
 
   // What reducing zero elements gives: the op's identity through its finish step.
   T empty_value() const {
-    if constexpr (kTwoPass) return -std::numeric_limits<T>::infinity();
+    if constexpr (kTwoPass) return T(-std::numeric_limits<A>::infinity());
     else return finish(init<Op>(), A(0));
   }
 
@@ -309,6 +314,7 @@ std::unique_ptr<Kernel> make_reduce(KernelInit& init, std::string* why_not) {
   switch (init.inputs[0].dtype) {
     case DType::Float32: return std::make_unique<ReduceKernel<Op, float>>(plan);
     case DType::Float64: return std::make_unique<ReduceKernel<Op, double>>(plan);
+    case DType::Float16: return std::make_unique<ReduceKernel<Op, Float16>>(plan);
     case DType::Int32:
       if constexpr (!kFloatOnly) return std::make_unique<ReduceKernel<Op, int32_t>>(plan);
       break;

@@ -5,6 +5,10 @@
 // (default -1). Both become [outer, n, inner] at plan time: rows are contiguous when
 // inner == 1 (the attention-scores hot path), otherwise columns are processed in
 // chunks so the inner loops stay contiguous.
+//
+// float16 runs the float32 kernel in the workspace: the input widened there, the
+// result rounded once into the float16 output.
+#include "ops/cpu/half_convert.h"
 #include "ops/cpu/parallel.h"
 #include "ops/registry.h"
 
@@ -168,8 +172,10 @@ class SoftmaxKernel final : public Kernel {
   SoftmaxKernel(int64_t outer, int64_t n, int64_t inner) : outer_(outer), n_(n), inner_(inner) {}
 
   void run(const RunArgs& args) const override {
-    const T* x = args.inputs[0]->data_as<T>();
-    T* y = args.outputs[0]->data_as<T>();
+    compute(args.inputs[0]->data_as<T>(), args.outputs[0]->data_as<T>());
+  }
+
+  void compute(const T* x, T* y) const {
     if (n_ == 0) return;
     if (inner_ == 1) {
       parallel_for(outer_, n_ * 16, [&](int64_t begin, int64_t end) {
@@ -193,6 +199,26 @@ class SoftmaxKernel final : public Kernel {
 };
 
 template <Mode kMode>
+class Float16SoftmaxKernel final : public Kernel {
+ public:
+  Float16SoftmaxKernel(int64_t outer, int64_t n, int64_t inner)
+      : float_(outer, n, inner), count_(outer * n * inner) {}
+  size_t workspace_bytes() const { return 2 * static_cast<size_t>(count_) * sizeof(float); }
+
+  void run(const RunArgs& args) const override {
+    float* x = static_cast<float*>(args.workspace);
+    float* y = x + count_;
+    widen_half(args.inputs[0]->data_as<Float16>(), x, count_);
+    float_.compute(x, y);
+    narrow_to_half(y, args.outputs[0]->data_as<Float16>(), count_);
+  }
+
+ private:
+  SoftmaxKernel<float, kMode> float_;
+  int64_t count_;
+};
+
+template <Mode kMode>
 std::unique_ptr<Kernel> make_softmax(KernelInit& init, std::string* why_not) {
   const Shape& shape = init.inputs[0].shape;
   const int64_t rank = static_cast<int64_t>(shape.size());
@@ -212,6 +238,11 @@ std::unique_ptr<Kernel> make_softmax(KernelInit& init, std::string* why_not) {
   switch (init.inputs[0].dtype) {
     case DType::Float32: return std::make_unique<SoftmaxKernel<float, kMode>>(outer, n, inner);
     case DType::Float64: return std::make_unique<SoftmaxKernel<double, kMode>>(outer, n, inner);
+    case DType::Float16: {
+      auto kernel = std::make_unique<Float16SoftmaxKernel<kMode>>(outer, n, inner);
+      init.workspace_bytes = kernel->workspace_bytes();
+      return kernel;
+    }
     default:
       *why_not = std::string(dtype_name(init.inputs[0].dtype)) + " is not supported";
       return nullptr;
