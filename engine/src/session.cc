@@ -4,10 +4,12 @@
 #include "engine/src/device_select.h"
 #include "engine/src/executor.h"
 #include "engine/src/planner.h"
+#include "graph/passes/convert_float16.h"
 #include "graph/passes/passes.h"
 #include "loader/onnx_loader.h"
 #include "ops/registry.h"
 
+#include <functional>
 #include <iostream>
 #include <mutex>
 #include <shared_mutex>
@@ -32,6 +34,8 @@ struct Session::Impl {
   void check_inputs(std::span<const Tensor> inputs) const;
   bool runs_on(Device device) const;
   void upload_weights();
+  void convert_to_half();
+  Float16Summary float16;  // what --precision fp16 converted
   void warn_if_mostly_on_host(const Plan& plan) const;
 };
 
@@ -89,6 +93,21 @@ void Session::Impl::check_inputs(std::span<const Tensor> inputs) const {
                 (got.rank() == static_cast<int64_t>(want.dims.size())
                      ? " (dimension " + std::to_string(bad_dim) + ")" : ""));
   }
+}
+
+// After the fusion passes (they match float32 constants). On a GPU session, ops the
+// GPU has no kernel for stay float32 on the CPU, behind Casts.
+void Session::Impl::convert_to_half() {
+  const Backend* preferred = backends.front();
+  std::function<bool(const Node&)> keep_float32;
+  if (preferred->device().kind != DeviceKind::Cpu) {
+    const DeviceKind kind = preferred->device().kind;
+    const Graph* g = &graph;
+    keep_float32 = [kind, g](const Node& node) {
+      return find_kernels(node.domain, node.op_type, g->opset(node.domain), kind).empty();
+    };
+  }
+  float16 = convert_to_float16(graph, keep_float32);
 }
 
 // Weights go to each device once, when the session is made: every float initializer
@@ -166,6 +185,7 @@ Session::Session(const std::string& model_path, SessionOptions options)
   impl_->graph = load_model(model_path);
   check_supported(impl_->graph, impl_->backends);
   if (options.optimize) optimize_graph(impl_->graph);
+  if (options.precision == "fp16") impl_->convert_to_half();
   impl_->upload_weights();
   for (const auto& v : impl_->graph.inputs) impl_->input_descs.push_back(describe(v));
   for (const auto& v : impl_->graph.outputs) impl_->output_descs.push_back(describe(v));
@@ -198,6 +218,13 @@ std::vector<Tensor> Session::make_outputs(std::span<const Tensor> inputs) {
 std::string Session::explain(std::span<const Tensor> inputs) {
   impl_->check_inputs(inputs);
   std::string text = explain_plan(impl_->plan_for(inputs));
+  if (impl_->options.precision == "fp16") {
+    const Float16Summary& f = impl_->float16;
+    text += "fp16: " + std::to_string(f.converted_nodes) + " nodes in float16, " + std::to_string(f.kept_nodes) +
+            " kept in float32, " + std::to_string(f.casts_inserted) + " casts inserted, " +
+            std::to_string(f.converted_weights) + " weight values converted (" +
+            std::to_string(f.overflowed_weights) + " beyond the float16 range, saturated)\n";
+  }
   for (const DeviceMemory& m : memory())
     if (m.weight_bytes)
       text += "weights on " + m.device + ": " + std::to_string(m.weight_bytes) + " bytes, uploaded once\n";

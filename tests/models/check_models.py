@@ -39,8 +39,12 @@ TRANSFORMER_TOLERANCE = 2e-4
 # On a GPU (float32, TF32 off) summation orders differ from the CPU's far more (cuBLAS
 # and cuDNN split K their own way): the issue's bound is 1e-3.
 GPU_TOLERANCE = 1e-3
-# float16 storage: 11-bit mantissas rounded at every op of a deep network.
-FP16_TOLERANCE = 3e-2
+# float16 storage: 11-bit mantissas rounded at every op. Half errors scale with the
+# dot products, not with each element, so fp16 is judged by max |ember - ort| / max|ort|
+# (rounding only the weights to half already gives 5e-2..2e-1 under the per-element
+# metric; measured on the CPU: 4.6e-4 ResNet-50 .. 2.6e-3 BERT of the scale).
+FP16_TOLERANCE = 1e-2
+SCALE_METRIC = False  # set by --precision fp16
 TRANSFORMERS = ("bert", "gpt2")
 FLOOR_FRACTION = 1e-2
 THREADS = 2
@@ -77,6 +81,13 @@ def relative_error(actual, expected):
     return float("inf") if np.isnan(err) else float(err)
 
 
+def scale_error(actual, expected):
+    """max |a - e| / max |e|: the error relative to the output's scale."""
+    scale = float(np.max(np.abs(expected.astype(np.float64)))) if expected.size else 0.0
+    err = float(np.max(np.abs(actual.astype(np.float64) - expected))) / max(scale, 1e-30) if expected.size else 0.0
+    return float("inf") if np.isnan(err) else err
+
+
 def compare(name, actual, expected, tolerance=TOLERANCE):
     """Returns (error, problem): the error when it could be measured, and a line saying
     what is wrong, or None when the output matches."""
@@ -85,7 +96,7 @@ def compare(name, actual, expected, tolerance=TOLERANCE):
     if actual.shape != expected.shape:
         return None, f"{name}: shape {list(actual.shape)}, expected {list(expected.shape)}"
     if np.issubdtype(expected.dtype, np.floating):
-        err = relative_error(actual, expected)
+        err = scale_error(actual, expected) if SCALE_METRIC else relative_error(actual, expected)
         return err, None if err <= tolerance else f"{name}: error {err:.3g} > {tolerance:g}"
     mismatches = int(np.count_nonzero(actual != expected))
     if mismatches:
@@ -182,6 +193,8 @@ def main():
     parser.add_argument("--precision", default="fp32", choices=["fp32", "fp16"])
     args = parser.parse_args()
     EXTRA_INFER_ARGS.extend(["--device", args.device, "--precision", args.precision])
+    global SCALE_METRIC
+    SCALE_METRIC = args.precision == "fp16"
     names = [m for m in args.models.split(",") if m]
     unknown = [m for m in names if m not in MODELS]
     if unknown:
@@ -199,7 +212,8 @@ def main():
         return TRANSFORMER_TOLERANCE if name in TRANSFORMERS else TOLERANCE
 
     print(f"ember on {args.device} ({args.precision}) vs ONNX Runtime on the CPU (float32); "
-          f"metric: max |ember - ort| / max(|ort|, {FLOOR_FRACTION:g} * max|ort|) <= "
+          + ("metric: max |ember - ort| / max |ort| <= " if SCALE_METRIC else
+             f"metric: max |ember - ort| / max(|ort|, {FLOOR_FRACTION:g} * max|ort|) <= ")
           + ", ".join(f"{n} {tolerance_for(n):g}" for n in names)
           + f"; ints/bools equal; {THREADS} threads", flush=True)
     passed = failed = 0
