@@ -59,6 +59,16 @@ double relative_error(const Tensor& got, const Tensor& want) {
   return worst;
 }
 
+// max |got - want| / max |want|.
+double scale_error(const Tensor& got, const Tensor& want) {
+  double scale = 0, worst = 0;
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    scale = std::max(scale, std::fabs(double(want.data_as<float>()[i])));
+    worst = std::max(worst, std::fabs(double(got.data_as<float>()[i]) - want.data_as<float>()[i]));
+  }
+  return worst / std::max(scale, 1e-30);
+}
+
 std::vector<Tensor> run_on(const std::string& device, const Tensor& x, SessionOptions options = {}) {
   options.device = device;
   Session session(kModel, options);
@@ -107,8 +117,9 @@ TEST(CudaSession, Float16StaysWithinItsTolerance) {
   const Tensor x = input_for(probe, 4);
   const auto want = run_on("cpu", x);
   const auto got = run_on("cuda", x, SessionOptions{.precision = "fp16"});
-  // 11-bit mantissas through a few convolutions: ~1e-2 relative.
-  for (size_t i = 0; i < got.size(); ++i) EXPECT_LE(relative_error(got[i], want[i]), 2e-2);
+  // Half errors scale with the dot products, not with each element: judged against the
+  // output's scale (the CPU's fp16 path measures ~4e-4 here; tests/models/check_models.py).
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_LE(scale_error(got[i], want[i]), 1e-2);
 }
 
 TEST(CudaSession, CudaGraphReplaysGiveTheSameResults) {
