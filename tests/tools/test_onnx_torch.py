@@ -121,6 +121,12 @@ def check_model(name, work, half, use_compile):
                         errors.append(f"{out_name} {err:.2e}")
                     if problem:
                         problems.append(problem)
+            if variant == "fp32":
+                # Same shapes again: onnx_torch reuses its shape arithmetic (device steps only).
+                again = run_module(mod, inputs)
+                if any(not np.array_equal(x, y) for x, y in zip(again, actual)):
+                    problems.append("a second run with the same shapes (cached shape "
+                                    "arithmetic) differs from the first")
             verdict = "FAIL" if problems else "PASS"
             print(f"{label + ' ' + variant:<36} {'; '.join(errors) or '-':<60} "
                   f"{seconds:6.2f}s  {verdict}", flush=True)
