@@ -56,7 +56,7 @@ def scaled_error(actual, expected):
 def run_module(module, inputs, compiled=None):
     tensors = [torch.from_numpy(np.ascontiguousarray(inputs[n])) for n in module.input_names]
     with torch.no_grad():
-        outputs = (compiled or module)(*tensors)
+        outputs = (compiled if compiled is not None else module)(*tensors)
     return [o.numpy() for o in outputs]
 
 
