@@ -17,11 +17,14 @@ For each (model, batch, precision):
   refusal (e.g. --precision fp16) becomes an error cell and the run goes on.
 - PyTorch eager: tools/onnx_torch.py's OnnxModule (the same ONNX graph, one torch op per
   node; half=True for fp16: float16 weights and activations, float32 outputs), under
-  torch.no_grad(), TF32 off for matmul and cuDNN (ember keeps TF32 off too),
-  cudnn.benchmark on (fixed shapes; lets cuDNN pick its fastest algorithms, as ember picks
-  at plan time).
-- torch.compile(module, dynamic=False) (default mode; torch._dynamo.reset() first, so
-  every case compiles for its own static shapes). Any failure: "compile failed: <reason>".
+  torch.no_grad(), TF32 off for matmul and cuDNN and float16 GEMMs reducing in float32
+  (allow_fp16_reduced_precision_reduction off: ember's precision), cudnn.benchmark on
+  (fixed shapes: cuDNN picks its fastest algorithms, as ember picks at plan time).
+  The module reuses its shape arithmetic for repeated input shapes, so eager pays only
+  the tensor ops' Python (about 450 of them for BERT and GPT-2), like a hand-written model.
+- torch.compile(module, dynamic=False) (--compile-mode, default "default";
+  torch._dynamo.reset() first, so every case compiles for its own static shapes). Any
+  failure: a "compile failed [n]" cell, the reason in note n under the table.
 Each timed run, by default (--io host), is what infer's timed run is: inputs from host
 memory copied to the GPU, the model, outputs copied back to host memory (GPT-2's float32
 logits at batch 64 are 1.6 GB, so that row is mostly the copy, on both sides).
@@ -162,7 +165,10 @@ def time_ember(args, path, input_paths, precision, repeat, case_dir):
         if summary is not None:
             return {"p50": summary["latency_ms"]["p50"],
                     "note": f"without --cuda-graph, which failed: {graph_error}"}
-        error = graph_error if error == graph_error else f"{graph_error}; without --cuda-graph: {error}"
+        if error != graph_error:
+            error = f"{graph_error}; without --cuda-graph: {error}"
+        else:
+            error = graph_error
     if summary is None:
         return {"error": error}
     return {"p50": summary["latency_ms"]["p50"], "note": None}
@@ -317,17 +323,21 @@ def format_table(results, markdown):
 
 # --- header ----------------------------------------------------------------------------
 
-def ember_commit():
-    try:
-        rev = subprocess.run(["git", "-C", REPO, "rev-parse", "--short=12", "HEAD"],
-                             capture_output=True, text=True, timeout=10)
-        if rev.returncode != 0:
-            return "unknown (not a git checkout)"
-        dirty = subprocess.run(["git", "-C", REPO, "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=30)
-        return rev.stdout.strip() + (" (with uncommitted changes)" if dirty.stdout.strip() else "")
-    except (OSError, subprocess.SubprocessError):
-        return "unknown (no git)"
+def ember_commit(infer):
+    """HEAD of the checkout holding `infer` (else of this script's), '+ changes' if dirty."""
+    for folder in (os.path.dirname(infer), REPO):
+        try:
+            rev = subprocess.run(["git", "-C", folder, "rev-parse", "--short=12", "HEAD"],
+                                 capture_output=True, text=True, timeout=10)
+            if rev.returncode != 0:
+                continue
+            dirty = subprocess.run(["git", "-C", folder, "status", "--porcelain",
+                                    "--untracked-files=no"],
+                                   capture_output=True, text=True, timeout=60)
+            return rev.stdout.strip() + (" + uncommitted changes" if dirty.stdout.strip() else "")
+        except (OSError, subprocess.SubprocessError):
+            continue
+    return "unknown (no git checkout here; pass --ember-commit)"
 
 
 def header_lines(args, torch, torch_error):
@@ -348,13 +358,16 @@ def header_lines(args, torch, torch_error):
     if torch is not None:
         cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
         lines.append(f"PyTorch {torch.__version__} (CUDA {torch.version.cuda}, cuDNN {cudnn}); "
-                     f"TF32 off; cudnn.benchmark on; eager under no_grad; torch.compile "
-                     f"mode {args.compile_mode}, dynamic=False" + ("" if args.compile else " (not run)"))
+                     f"TF32 off, fp16 GEMMs reduce in fp32; cudnn.benchmark on; eager under "
+                     f"no_grad; torch.compile mode {args.compile_mode}, dynamic=False"
+                     + ("" if args.compile else " (not run)"))
     build = build_type_of(args.infer) if os.path.exists(args.infer) else "infer not found"
-    lines.append(f"ember commit {args.ember_commit or ember_commit()}, build {build}; infer "
-                 f"--device {args.device}" + (" --cuda-graph" if args.cuda_graph else ""))
-    lines.append(f"timed run = {'host inputs -> device, model, outputs -> host' if args.io == 'host' else 'PyTorch: model only, inputs resident (ember: host to host)'}; "
-                 f"{args.warmup} warm-up runs, then "
+    commit = args.ember_commit or ember_commit(args.infer)
+    lines.append(f"ember commit {commit}, build {build}; infer --device {args.device}"
+                 + (" --cuda-graph" if args.cuda_graph else ""))
+    timed = "host inputs -> device, model, outputs -> host" if args.io == "host" else \
+        "PyTorch: model only, inputs resident (ember: host to host)"
+    lines.append(f"timed run = {timed}; {args.warmup} warm-up runs, then "
                  + (f"{args.repeat} timed runs" if args.repeat else
                     f"~{TIME_BUDGET_S:g} s of eager time ({MIN_REPEAT}..{MAX_REPEAT}) timed runs")
                  + f"; p50 latency; throughput = batch / p50; ratio = PyTorch p50 / ember p50 "
@@ -435,8 +448,11 @@ def main():
         print(f"error: PyTorch is needed for the PyTorch columns: {torch_error}", file=sys.stderr)
         return 1
     if torch is not None:
+        # ember's precision: no TF32, and float16 GEMMs accumulate in float32.
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
+        torch.set_float32_matmul_precision("highest")
+        torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
         torch.backends.cudnn.benchmark = True
         if args.device.startswith("cuda") and not args.dry_run and not torch.cuda.is_available():
             print("error: torch.cuda.is_available() is False (use --device cpu or --dry-run "

@@ -139,7 +139,8 @@ class _Ctx:
         if isinstance(sample, bool):
             dtype = torch.bool
         elif isinstance(sample, float):
-            dtype = like.dtype if like is not None and like.is_floating_point() else self.float_dtype
+            floating = like is not None and like.is_floating_point()
+            dtype = like.dtype if floating else self.float_dtype
         else:
             dtype = torch.int64
         return torch.tensor(value, dtype=dtype, device=self.device)
