@@ -6,6 +6,8 @@
 #   4. the GPU benchmark beside PyTorch (eager and torch.compile); its table comes last.
 # Usage: scripts/gpu_check.sh [--bundle gpu-bundle.tar.xz] [--quick]
 #   --quick: benchmark batch 1 and 8 only, fewer repeats.
+#   EMBER_BENCH_ARGS: more tools/bench_gpu.py options (e.g. "--models bert --results F"
+#   to run the benchmark in pieces where one command may only run for minutes).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -60,7 +62,7 @@ step models_fp16 python3 tests/models/check_models.py --infer "$bin/infer" --wor
 batches=1,8,64 repeat=50
 [ $quick = 1 ] && batches=1,8 repeat=20
 step benchmark python3 tools/bench_gpu.py --infer "$bin/infer" --work "$work/models" --batches $batches \
-  --repeat $repeat --markdown
+  --repeat $repeat --markdown ${EMBER_BENCH_ARGS:-}
 
 echo; echo "=== summary"
 printf '%s\n' "${summary[@]}"
