@@ -174,6 +174,11 @@ class ConvKernel final : public Kernel {
           "cudnnGetConvolutionForwardAlgorithm_v7");
     for (int i = 0; i < returned; ++i) {
       if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
+      // The heuristic returns (algorithm, math type) pairs; the descriptor must carry
+      // the pair's math type for the workspace query and the run (PyTorch's Conv_v7.cpp
+      // does the same). float32 keeps only FMA math: anything else may mean TF32.
+      if (!cuda::usable_math_type(half_, perf[i].mathType)) continue;
+      check(cudnnSetConvolutionMathType(conv_desc_.get(), perf[i].mathType), "cudnnSetConvolutionMathType");
       size_t bytes = 0;
       if (cudnnGetConvolutionForwardWorkspaceSize(ctx.cudnn, x_desc_.get(), w_desc_.get(), conv_desc_.get(),
                                                   y_desc_.get(), perf[i].algo, &bytes) != CUDNN_STATUS_SUCCESS)
