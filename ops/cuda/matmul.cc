@@ -77,6 +77,11 @@ class LtMatmul {
     set_pref(&pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, align_b);
     set_pref(&pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, c_full ? kAlignment : align_d);
     set_pref(&pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, align_d);
+    // Split-K partial sums must stay float32: the INPLACE and OUTPUT_TYPE schemes reduce
+    // them in D's type, i.e. in half for float16 (float32 D is float32 either way).
+    if (dtype == DType::Float16)
+      set_pref(&pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
+               uint32_t{CUBLASLT_REDUCTION_SCHEME_NONE | CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE});
     cublasLtMatmulHeuristicResult_t result{};
     int found = 0;
     const cublasStatus_t status =
