@@ -59,7 +59,14 @@ class LtMatmul {
     set_layout(&b_, map.b);
     set_layout(&d_, map.d);  // C is read with D's layout (batch 1 whenever C is a separate matrix)
 
+    // The alignment of every matrix start: each call's offset and, in a strided batch,
+    // each matrix's (base + i * stride), so the stride counts too.
     uint32_t align_a = kAlignment, align_b = kAlignment, align_d = kAlignment;
+    if (p.batch > 1) {
+      align_a = alignment_of(map.a.batch_stride * esize_);
+      align_b = alignment_of(map.b.batch_stride * esize_);
+      align_d = alignment_of(map.d.batch_stride * esize_);
+    }
     for (const Problem::Call& c : p.calls) {
       align_a = std::min(align_a, alignment_of(c.b * esize_));
       align_b = std::min(align_b, alignment_of(c.a * esize_));
