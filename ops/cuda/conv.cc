@@ -147,11 +147,13 @@ class ConvKernel final : public Kernel {
           ctx.cudnn, &one, x_desc_.get(), x, w_desc_.get(), w, conv_desc_.get(), algo_, scratch, cudnn_workspace_,
           &alpha2, y_desc_.get(), z, bias_desc_.get(), args.inputs[2]->data(), relu_desc_.get(), y_desc_.get(), y);
       if (status == CUDNN_STATUS_SUCCESS) return;
-      // cuDNN decides what the fused call supports (algorithm, dims) only when called;
-      // it refuses before launching anything, so the unfused path below is still
-      // correct (ONNX Runtime's FusedConv falls back the same way). Remembered, so
-      // later runs go straight to it.
-      if (CUDNN_STATUS_CATEGORY(status) != CUDNN_STATUS_NOT_SUPPORTED)
+      // cuDNN decides what the fused call supports (algorithm, dims, bias type) only
+      // when called; it refuses before launching anything, so the unfused path below is
+      // still correct (ONNX Runtime's FusedConv falls back on any failure). A parameter
+      // the plain convolution shares is still reported there. Remembered, so later runs
+      // go straight to it.
+      const int category = CUDNN_STATUS_CATEGORY(status);
+      if (category != CUDNN_STATUS_NOT_SUPPORTED && category != CUDNN_STATUS_BAD_PARAM)
         check(status, "cudnnConvolutionBiasActivationForward");
       fused_refused_.store(true, std::memory_order_relaxed);
     }
