@@ -4,9 +4,10 @@
 // extra rows into a zero-padded copy of X in the workspace. 1-D convolutions run as
 // 2-D ones with a unit height.
 //
-// After the convolution: bias + Relu (+ Z) is cudnnConvolutionBiasActivationForward;
-// every other combination is cudnnConvolutionForward followed by one epilogue pass
-// (bias, residual and activation in a single launch).
+// After the convolution: bias + Relu (+ Z) is cudnnConvolutionBiasActivationForward
+// (falling back to the unfused path where cuDNN refuses it); every other combination
+// is cudnnConvolutionForward followed by one epilogue pass (bias, residual and
+// activation in a single launch).
 #include "graph/schemas/window.h"
 #include "ops/cuda/conv_cudnn.h"
 #include "ops/cuda/conv_impl.h"
@@ -15,6 +16,7 @@
 #include "ops/registry.h"
 
 #include <algorithm>
+#include <atomic>
 #include <vector>
 
 namespace ember {
@@ -96,19 +98,20 @@ class ConvKernel final : public Kernel {
       cuda::set_packed(bias_desc_, t, bias_shape);
       check(cudnnSetActivationDescriptor(relu_desc_.get(), CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0),
             "cudnnSetActivationDescriptor");
-    } else {
-      if (has_bias_) {  // epilogue_.bias is set per run
-        epilogue_.bias_inner = y_numel_ / (y[0] * y[1]);
-        epilogue_.bias_count = y[1];
-      }
-      if (has_residual_) {
-        epilogue_.add_cols = y_numel_;
-        epilogue_.add_row_stride = 0;
-        epilogue_.add_col_stride = 1;
-      }
-      epilogue_.act = act;
-      epilogue_needed_ = has_bias_ || has_residual_ || act.kind != cuda::FusedActivation::None;
     }
+    // The epilogue pass: the whole tail when not fused, and the fallback should cuDNN
+    // refuse the fused call for this geometry at run time.
+    if (has_bias_) {  // epilogue_.bias is set per run
+      epilogue_.bias_inner = y_numel_ / (y[0] * y[1]);
+      epilogue_.bias_count = y[1];
+    }
+    if (has_residual_) {
+      epilogue_.add_cols = y_numel_;
+      epilogue_.add_row_stride = 0;
+      epilogue_.add_col_stride = 1;
+    }
+    epilogue_.act = act;
+    epilogue_needed_ = has_bias_ || has_residual_ || act.kind != cuda::FusedActivation::None;
 
     if (!choose_algorithm(cuda::stream_context(init), why_not)) return false;
     // [cuDNN's scratch, raised to 256 bytes | the padded copy of X]
@@ -134,17 +137,25 @@ class ConvKernel final : public Kernel {
     void* y = args.outputs[0]->data();
     void* scratch = cuda::scratch_start(args.workspace);
     const float one = 1.f, zero = 0.f;
-    if (fused_) {
+    if (fused_ && !fused_refused_.load(std::memory_order_relaxed)) {
       // y = relu(conv(x) + alpha2 * z + bias). The API wants a z: without a residual
-      // it is y itself with alpha2 = 0 (what PyTorch passes for conv + bias + relu).
+      // it is y itself with alpha2 = 0 (what PyTorch and ONNX Runtime pass for conv +
+      // bias + relu).
       const float alpha2 = has_residual_ ? 1.f : 0.f;
       const void* z = has_residual_ ? args.inputs[3]->data() : y;
-      check(cudnnConvolutionBiasActivationForward(ctx.cudnn, &one, x_desc_.get(), x, w_desc_.get(), w,
-                                                  conv_desc_.get(), algo_, scratch, cudnn_workspace_, &alpha2,
-                                                  y_desc_.get(), z, bias_desc_.get(), args.inputs[2]->data(),
-                                                  relu_desc_.get(), y_desc_.get(), y),
-            "cudnnConvolutionBiasActivationForward");
-      return;
+      const cudnnStatus_t status = cudnnConvolutionBiasActivationForward(
+          ctx.cudnn, &one, x_desc_.get(), x, w_desc_.get(), w, conv_desc_.get(), algo_, scratch, cudnn_workspace_,
+          &alpha2, y_desc_.get(), z, bias_desc_.get(), args.inputs[2]->data(), relu_desc_.get(), y_desc_.get(), y);
+      if (status == CUDNN_STATUS_SUCCESS) return;
+      // cuDNN decides what the fused call supports (algorithm, dims, bias type) only
+      // when called; it refuses before launching anything, so the unfused path below is
+      // still correct (ONNX Runtime's FusedConv falls back on any failure). A parameter
+      // the plain convolution shares is still reported there. Remembered, so later runs
+      // go straight to it.
+      const int category = CUDNN_STATUS_CATEGORY(status);
+      if (category != CUDNN_STATUS_NOT_SUPPORTED && category != CUDNN_STATUS_BAD_PARAM)
+        check(status, "cudnnConvolutionBiasActivationForward");
+      fused_refused_.store(true, std::memory_order_relaxed);
     }
     check(cudnnConvolutionForward(ctx.cudnn, &one, x_desc_.get(), x, w_desc_.get(), w, conv_desc_.get(), algo_,
                                   scratch, cudnn_workspace_, &zero, y_desc_.get(), y),
@@ -174,6 +185,11 @@ class ConvKernel final : public Kernel {
           "cudnnGetConvolutionForwardAlgorithm_v7");
     for (int i = 0; i < returned; ++i) {
       if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
+      // The heuristic returns (algorithm, math type) pairs; the descriptor must carry
+      // the pair's math type for the workspace query and the run (PyTorch's Conv_v7.cpp
+      // does the same). float32 keeps only FMA math: anything else may mean TF32.
+      if (!cuda::usable_math_type(half_, perf[i].mathType)) continue;
+      check(cudnnSetConvolutionMathType(conv_desc_.get(), perf[i].mathType), "cudnnSetConvolutionMathType");
       size_t bytes = 0;
       if (cudnnGetConvolutionForwardWorkspaceSize(ctx.cudnn, x_desc_.get(), w_desc_.get(), conv_desc_.get(),
                                                   y_desc_.get(), perf[i].algo, &bytes) != CUDNN_STATUS_SUCCESS)
@@ -196,6 +212,7 @@ class ConvKernel final : public Kernel {
   size_t cudnn_workspace_ = 0, pad_at_ = 0, esize_ = 4;
   bool half_ = false, pad_ = false, fused_ = false, has_bias_ = false, has_residual_ = false;
   bool epilogue_needed_ = false;
+  mutable std::atomic<bool> fused_refused_{false};  // cuDNN said NOT_SUPPORTED to the fused call
   int64_t y_numel_ = 0;
   cuda::ShiftCopyArgs pad_args_;
   cuda::EpilogueArgs epilogue_;

@@ -66,6 +66,11 @@ inline void set_filter(const FilterDesc& d, DType t, const Shape& shape) {
         "cudnnSetFilterNdDescriptor");
 }
 
+// Whether an algorithm the cuDNN heuristic paired with `math` keeps ember's precision:
+// float16 takes any (tensor cores accumulate in float); float32 only FMA math, since
+// CUDNN_DEFAULT_MATH and the tensor-op types allow TF32 on Ampere and later.
+inline bool usable_math_type(bool half, cudnnMathType_t math) { return half || math == CUDNN_FMA_MATH; }
+
 // Rounds a workspace slice up so the next one stays 256-byte aligned.
 inline size_t align_up(size_t bytes) { return (bytes + 255) / 256 * 256; }
 

@@ -103,6 +103,9 @@ class ConvTransposeKernel final : public Kernel {
     bool found = false;
     for (int i = 0; i < returned && !found; ++i) {
       if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
+      // As in Conv: run with the math type the heuristic paired with the algorithm.
+      if (!cuda::usable_math_type(half_, perf[i].mathType)) continue;
+      check(cudnnSetConvolutionMathType(conv_desc_.get(), perf[i].mathType), "cudnnSetConvolutionMathType");
       size_t bytes = 0;
       if (cudnnGetConvolutionBackwardDataWorkspaceSize(ctx.cudnn, w_desc_.get(), dy_desc_.get(), conv_desc_.get(),
                                                        dx_desc_.get(), perf[i].algo, &bytes) != CUDNN_STATUS_SUCCESS ||

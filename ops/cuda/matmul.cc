@@ -59,7 +59,14 @@ class LtMatmul {
     set_layout(&b_, map.b);
     set_layout(&d_, map.d);  // C is read with D's layout (batch 1 whenever C is a separate matrix)
 
+    // The alignment of every matrix start: each call's offset and, in a strided batch,
+    // each matrix's (base + i * stride), so the stride counts too.
     uint32_t align_a = kAlignment, align_b = kAlignment, align_d = kAlignment;
+    if (p.batch > 1) {
+      align_a = alignment_of(map.a.batch_stride * esize_);
+      align_b = alignment_of(map.b.batch_stride * esize_);
+      align_d = alignment_of(map.d.batch_stride * esize_);
+    }
     for (const Problem::Call& c : p.calls) {
       align_a = std::min(align_a, alignment_of(c.b * esize_));
       align_b = std::min(align_b, alignment_of(c.a * esize_));
@@ -77,6 +84,11 @@ class LtMatmul {
     set_pref(&pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, align_b);
     set_pref(&pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, c_full ? kAlignment : align_d);
     set_pref(&pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, align_d);
+    // Split-K partial sums must stay float32: the INPLACE and OUTPUT_TYPE schemes reduce
+    // them in D's type, i.e. in half for float16 (float32 D is float32 either way).
+    if (dtype == DType::Float16)
+      set_pref(&pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
+               uint32_t{CUBLASLT_REDUCTION_SCHEME_NONE | CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE});
     cublasLtMatmulHeuristicResult_t result{};
     int found = 0;
     const cublasStatus_t status =
@@ -170,10 +182,13 @@ class LtMatmul {
   size_t workspace_ = 0;
 };
 
-// The activation cuBLASLt can apply itself (its GELU is the tanh approximation).
-cublasLtEpilogue_t lt_activation(const cuda::Activation& act) {
+// The activation cuBLASLt can apply itself (its GELU is the tanh approximation). Its
+// GELU is left to float16: cuBLASLt does not document that epilogue's accuracy, and
+// CUTLASS's GELU_taylor epilogue evaluates tanh with tanh.approx.f32 (~2^-11 relative
+// error), well past float32's tolerance; for float32 our epilogue pass (tanhf) runs it.
+cublasLtEpilogue_t lt_activation(const cuda::Activation& act, DType dtype) {
   if (act.kind == cuda::FusedActivation::Relu) return CUBLASLT_EPILOGUE_RELU;
-  if (act.kind == cuda::FusedActivation::GeluTanh) return CUBLASLT_EPILOGUE_GELU;
+  if (act.kind == cuda::FusedActivation::GeluTanh && dtype == DType::Float16) return CUBLASLT_EPILOGUE_GELU;
   return CUBLASLT_EPILOGUE_DEFAULT;
 }
 
@@ -201,8 +216,8 @@ class MatMulKernel final : public Kernel {
     numel_ = shape_numel(init.outputs[0].shape);
     if (numel_ == 0) return true;  // nothing to compute
     const bool has_bias = init.inputs.size() > 2 && init.inputs[2].present();
-    const cublasLtEpilogue_t lt_act = lt_activation(act);
-    // cuBLASLt fuses the bias and Relu/GeluTanh; any other activation is our pass.
+    const cublasLtEpilogue_t lt_act = lt_activation(act, init.inputs[0].dtype);
+    // cuBLASLt fuses the bias and Relu (GeluTanh in float16); any other activation is our pass.
     lt_bias_ = has_bias;
     if (lt_act == CUBLASLT_EPILOGUE_DEFAULT && act.kind != cuda::FusedActivation::None) {
       epilogue_.act = act;
@@ -273,7 +288,7 @@ class GemmKernel final : public Kernel {
     const cuda::GemmC c = cuda::gemm_c(p.m, p.n, has_c, has_c ? init.inputs[2].shape : Shape{}, beta);
     c_full_ = c.kind == cuda::GemmC::Full;
     lt_bias_ = c.kind == cuda::GemmC::Bias;
-    cublasLtEpilogue_t lt_act = lt_activation(act);
+    cublasLtEpilogue_t lt_act = lt_activation(act, init.inputs[0].dtype);
     if (c.kind == cuda::GemmC::Add) {  // our pass adds beta * C, then the activation
       add_c_ = true;                   // epilogue_.add is set per run
       epilogue_.add_scale = beta;
