@@ -222,7 +222,11 @@ class CudaBackend final : public Backend {
     const size_t bytes = host.nbytes();
     void* p = allocate(bytes, "weight '" + name + "'");
     std::shared_ptr<void> memory(p, [this](void* q) { release(q); });
-    check(cudaMemcpy(p, host.data(), bytes, cudaMemcpyHostToDevice), "uploading a weight");
+    // On the plan stream, waited for: a plain cudaMemcpy from pageable memory may
+    // return before its DMA lands, and run streams do not wait for the legacy stream.
+    const auto* context = static_cast<const cuda::StreamContext*>(plan_context());
+    check(cudaMemcpyAsync(p, host.data(), bytes, cudaMemcpyHostToDevice, context->stream), "uploading a weight");
+    check(cudaStreamSynchronize(context->stream), "uploading a weight");
     std::lock_guard lock(mutex_);
     weights_ += bytes;
     return Tensor::adopt(host.dtype(), host.shape(), std::move(memory), device());

@@ -161,6 +161,7 @@ TEST(CudaSession, InputsAndOutputsCanStayOnTheGpu) {
   ASSERT_EQ(cudaMalloc(&x_device, x.nbytes()), cudaSuccess);
   ASSERT_EQ(cudaMalloc(&y_device, want[0].nbytes()), cudaSuccess);
   ASSERT_EQ(cudaMemcpy(x_device, x.data(), x.nbytes(), cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // the session's stream does not wait for the legacy one
   const Device gpu{DeviceKind::Cuda, 0};
   const Tensor in = Tensor::view(x.dtype(), x.shape(), x_device, gpu);
   std::vector<Tensor> out = {Tensor::view(want[0].dtype(), want[0].shape(), y_device, gpu)};

@@ -132,6 +132,9 @@ std::vector<Tensor> run_on_cuda(const Node& node, int64_t opset, const std::vect
     check(cudaMemset(buffers.back()->data, 0x7f, bytes), "cudaMemset");
     device_outputs.push_back(Tensor::view(t.dtype, t.shape, buffers.back()->data, device));
   }
+  // The copies and fills above went through the legacy stream, which the kernel's
+  // non-blocking stream does not wait for.
+  check(cudaDeviceSynchronize(), "waiting for the test's uploads");
   if (chosen->flags.output_aliases_input0) {  // the planner never runs these: bytes are shared
     check(cudaMemcpy(device_outputs[0].data(), device_inputs[0].data(), inputs[0]->nbytes(),
                      cudaMemcpyDeviceToDevice), "alias copy");
