@@ -60,12 +60,21 @@ TEST(CudaLayerNorm, EveryRowLengthAndAxis) {
       {{3, 5, 7}, 1},        {{3, 5, 7}, -1},       {{3, 5, 7}, 0},        {{1, 1}, -1},
       {{4, 33}, -1},         {{6, 100}, 1},         {{5, 257}, -1},        {{3, 1000}, -1},
       {{2, 1025}, -1},       {{2, 3, 1000}, 1},     {{4, 8192}, -1},       {{2, 9000}, -1},
+      {{3, 31}, -1},         {{3, 32}, -1},         {{2, 1024}, -1},       {{2, 4097}, -1},  // path boundaries
+      {{2, 8193}, -1},       {{2, 16385}, -1},
       {{2, 7, 768}, -1, {1, 768}},  // scale with a leading 1
       {{2, 64, 512}, -1, {}, true, 5, 7},  // mean far from 0: two-pass statistics
   };
   for (DType dtype : {DType::Float32, DType::Float16})
     for (const Case& c : cases) check_layer_norm(c, dtype);
   check_layer_norm({{4, 96}, -1}, DType::Float32, 3, 1e-2f);  // epsilon reaches the result
+}
+
+// More rows than the warp kernel's grid has warps (65535 * 8 blocks of 4): the row
+// loop's second turn, with the Mean and InvStdDev outputs.
+TEST(CudaLayerNorm, MoreRowsThanTheGridHasWarps) {
+  EMBER_REQUIRE_GPU();
+  check_layer_norm({{2200000, 3}, -1}, DType::Float32);
 }
 
 TEST(CudaLayerNorm, DeclinesWithAReason) {
@@ -90,7 +99,8 @@ TEST(CudaLayerNorm, DeclinesWithAReason) {
 TEST(CudaRmsNorm, RowsAndScales) {
   EMBER_REQUIRE_GPU();
   const std::vector<std::pair<Shape, int64_t>> cases = {
-      {{2, 16, 512}, -1}, {{3, 5, 7}, 1}, {{4, 33}, -1}, {{2, 2000}, -1}, {{2, 10000}, -1}, {{1, 1}, 0}};
+      {{2, 16, 512}, -1}, {{3, 5, 7}, 1}, {{4, 33}, -1}, {{2, 2000}, -1}, {{2, 10000}, -1}, {{1, 1}, 0},
+      {{3, 32}, -1},      {{2, 1024}, -1}, {{2, 1025}, -1}, {{2, 8193}, -1}};
   for (DType dtype : {DType::Float32, DType::Float16})
     for (const auto& [shape, axis] : cases) {
       Attributes at;

@@ -184,6 +184,9 @@ TEST(CudaReduce, EveryOpOverLeadingMiddleTrailingAndAllAxes) {
       check_reduce(op, {2, 3, 4, 5}, {-1, -2}, dtype, false);   // negative axes: rows of 20
       check_reduce(op, {4, 2000}, {1}, dtype, true);            // block per row
       check_reduce(op, {3, 20000}, {1}, dtype, false);          // block of 512 per row
+      check_reduce(op, {5, 1024}, {1}, dtype, true);            // longest warp row
+      check_reduce(op, {5, 1025}, {1}, dtype, true);            // shortest block row
+      check_reduce(op, {2, 16385}, {1}, dtype, false);          // first row of 512 threads
       check_reduce(op, {1000, 3}, {0}, dtype, true);            // long columns
       check_reduce(op, {2, 3, 257}, {1}, dtype, true, false);   // axes as an attribute
       check_reduce(op, {2, 3, 257}, {}, dtype, false, false);   // no axes attribute: all
@@ -209,6 +212,14 @@ TEST(CudaReduce, IntegersSumMaxMinExactly) {
       check_reduce(op, {4, 3000}, {1}, dtype, true);
       check_reduce(op, {2, 0, 3}, {1}, dtype, true);  // empty: 0, lowest, max of the type
     }
+}
+
+// More rows than the warp-per-row grid has warps (65535 * 8 blocks of 8): the output
+// loop's second turn.
+TEST(CudaReduce, MoreRowsThanTheGridHasWarps) {
+  EMBER_REQUIRE_GPU();
+  check_reduce("ReduceSum", {4200000, 3}, {1}, DType::Float32, false);
+  check_reduce("ReduceLogSumExp", {4200000, 3}, {1}, DType::Float32, true);
 }
 
 TEST(CudaReduce, DeclinesWithAReason) {

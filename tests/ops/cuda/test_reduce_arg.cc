@@ -81,6 +81,7 @@ TEST(CudaArgReduce, EveryPathDtypeAndTieRule) {
   EMBER_REQUIRE_GPU();
   const std::vector<std::pair<Shape, int64_t>> cases = {
       {{1}, 0},        {{3, 7}, 1},        {{3, 7}, 0},       {{4, 1000}, 1},  // warp per row
+      {{3, 1024}, 1},  {{3, 1025}, 1},                                        // warp / block boundary
       {{2, 5000}, 1},  {{2, 5000}, -1},                                       // block per row
       {{2, 3, 4, 5}, 1}, {{2, 3, 4, 5}, 0}, {{2, 3, 4, 5}, 2}, {{1000, 3}, 0}, // a thread per column
       {{2, 3, 4, 5}, 3}};

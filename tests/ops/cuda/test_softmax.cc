@@ -27,7 +27,9 @@ void check_softmax(const std::string& op, const Shape& shape, int64_t opset, DTy
 
 // Every row length class: warp with 1, 2, 4, ... 32 values per lane (n = 1, 7, 33,
 // 100, 128, 257, 1000, 1024), block with the row cached (1025, 5000, 8192), block
-// re-reading global memory (8193, 20000).
+// re-reading global memory (8193, 20000); then both sides of every boundary between
+// values per lane (31/32/33, 64/65, 512/513, 1024/1025), block sizes (4096/4097,
+// 16384/16385: 256, 512, 1024 threads) and the cache (8192/8193).
 TEST(CudaSoftmax, LastAxisEveryRowLength) {
   EMBER_REQUIRE_GPU();
   for (const std::string op : {"Softmax", "LogSoftmax"})
@@ -35,7 +37,17 @@ TEST(CudaSoftmax, LastAxisEveryRowLength) {
       for (const Shape& s : std::vector<Shape>{{1, 1}, {3, 7}, {5, 33}, {4, 100}, {2, 128}, {3, 257}, {4, 1000},
                                                {2, 1024}, {3, 1025}, {2, 5000}, {2, 8192}, {2, 8193}, {2, 20000}})
         check_softmax(op, s, 13, dtype);
+      for (const Shape& s : std::vector<Shape>{{3, 31}, {3, 32}, {2, 64}, {2, 65}, {2, 512}, {2, 513}, {2, 4096},
+                                               {2, 4097}, {2, 16384}, {2, 16385}})
+        check_softmax(op, s, 13, dtype);
     }
+}
+
+// More rows than the warp kernel's grid has warps (65535 * 8 blocks of 4): the row
+// loop's second turn.
+TEST(CudaSoftmax, MoreRowsThanTheGridHasWarps) {
+  EMBER_REQUIRE_GPU();
+  check_softmax("LogSoftmax", {2200000, 3}, 13, DType::Float32);
 }
 
 TEST(CudaSoftmax, AttentionScores) {
