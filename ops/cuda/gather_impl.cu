@@ -2,46 +2,20 @@
 // counts from the end) and bounds-checked on the device; see gather_impl.h for what an
 // out-of-range index does.
 #include "ops/cuda/gather_impl.h"
+#include "ops/cuda/movement_index.h"
 #include "ops/cuda/movement_unit.cuh"
 
 namespace ember::cuda {
 
 namespace {
 
-// The index in [0, n), or -1 when it is outside [-n, n).
-template <class I> __device__ __forceinline__ int64_t wrap_index(I raw, int64_t n) {
-  int64_t v = static_cast<int64_t>(raw);
-  if (v < 0) v += n;
-  return v >= 0 && v < n ? v : -1;
-}
-
 template <class T, class I>
 __global__ void gather_kernel(const T* __restrict__ data, const I* __restrict__ indices, T* __restrict__ out,
                               GatherParams p) {
   EMBER_CUDA_LOOP(i, p.outer * p.count * p.inner) {
-    const int64_t j = i % p.inner, row = i / p.inner;
-    const int64_t k = row % p.count, o = row / p.count;
-    const int64_t idx = wrap_index(indices[k], p.axis_len);
-    out[i] = idx < 0 ? T{} : data[(o * p.axis_len + idx) * p.inner + j];
+    const int64_t off = gather_source(p, indices, i);
+    out[i] = off < 0 ? T{} : data[off];
   }
-}
-
-// The data offset of indices element i, or -1 for an out-of-range index.
-template <class I>
-__device__ __forceinline__ int64_t elements_offset(const ElementsParams& p, const I* __restrict__ indices, int64_t i) {
-  int64_t off = 0, rest = i;
-  for (int d = p.rank - 1; d >= 0; --d) {
-    const int64_t c = rest % p.dims[d];
-    rest /= p.dims[d];
-    if (d == p.axis) {
-      const int64_t idx = wrap_index(indices[i], p.axis_len);
-      if (idx < 0) return -1;
-      off += idx * p.data_strides[d];
-    } else {
-      off += c * p.data_strides[d];
-    }
-  }
-  return off;
 }
 
 template <class T, class I>
@@ -64,24 +38,12 @@ __global__ void scatter_elements_kernel(const I* __restrict__ indices, const T* 
   }
 }
 
-// The data offset (units) of tuple t, or -1 when one of its indices is out of range.
-__device__ __forceinline__ int64_t nd_offset(const NDParams& p, const int64_t* __restrict__ indices, int64_t t) {
-  int64_t off = (t / p.tuples) * p.batch_stride;
-  for (int j = 0; j < p.k; ++j) {
-    const int64_t idx = wrap_index(indices[t * p.k + j], p.dims[j]);
-    if (idx < 0) return -1;
-    off += idx * p.strides[j];
-  }
-  return off;
-}
-
 template <class T>
 __global__ void gather_nd_kernel(const T* __restrict__ data, const int64_t* __restrict__ indices,
                                  T* __restrict__ out, NDParams p) {
   EMBER_CUDA_LOOP(i, p.total_tuples * p.slice) {
-    const int64_t t = i / p.slice, j = i - t * p.slice;
-    const int64_t off = nd_offset(p, indices, t);
-    out[i] = off < 0 ? T{} : data[off + j];
+    const int64_t off = nd_offset(p, indices, i);
+    out[i] = off < 0 ? T{} : data[off];
   }
 }
 
@@ -89,9 +51,8 @@ template <class T>
 __global__ void scatter_nd_kernel(const int64_t* __restrict__ indices, const T* __restrict__ updates,
                                   T* __restrict__ out, NDParams p) {
   EMBER_CUDA_LOOP(i, p.total_tuples * p.slice) {
-    const int64_t t = i / p.slice, j = i - t * p.slice;
-    const int64_t off = nd_offset(p, indices, t);
-    if (off >= 0) out[off + j] = updates[i];
+    const int64_t off = nd_offset(p, indices, i);
+    if (off >= 0) out[off] = updates[i];
   }
 }
 

@@ -2,6 +2,7 @@
 // Expand, Tile, DepthToSpace, SpaceToDepth), the tiled transpose, the piece copies of
 // Concat/Split, and the small generators (fill, Trilu, OneHot, Range).
 #include "ops/cuda/movement_impl.h"
+#include "ops/cuda/movement_index.h"
 #include "ops/cuda/movement_unit.cuh"
 
 #include <cuda_fp16.h>
@@ -12,29 +13,16 @@ namespace {
 
 // ---- Strided copy ---------------------------------------------------------------------
 
-// I is int32_t when every index and partial offset fits (checked by the launcher), else
-// int64_t: the unravelling divisions are much cheaper in 32 bits.
 template <class T, class I>
 __global__ void strided_copy_kernel(const T* __restrict__ in, T* __restrict__ out, StridedCopy c) {
   const I n = static_cast<I>(c.numel);
   const I step = static_cast<I>(blockDim.x) * static_cast<I>(gridDim.x);
   for (I i = static_cast<I>(blockIdx.x) * static_cast<I>(blockDim.x) + static_cast<I>(threadIdx.x); i < n;
-       i += step) {
-    I rest = i, off = static_cast<I>(c.base);
-    for (int d = c.rank - 1; d > 0; --d) {
-      const I dim = static_cast<I>(c.dims[d]);
-      const I q = rest / dim;
-      off += (rest - q * dim) * static_cast<I>(c.strides[d]);
-      rest = q;
-    }
-    off += rest * static_cast<I>(c.strides[0]);
-    out[i] = in[off];
-  }
+       i += step)
+    out[i] = in[strided_offset(c, i)];
 }
 
 // ---- Tiled transpose ------------------------------------------------------------------
-
-constexpr int kTile = 32, kTileRows = 8;
 
 template <class T>
 __global__ void tiled_transpose_kernel(const T* __restrict__ in, T* __restrict__ out, TiledTranspose t,
@@ -44,24 +32,11 @@ __global__ void tiled_transpose_kernel(const T* __restrict__ in, T* __restrict__
   const int64_t b0 = (static_cast<int64_t>(blockIdx.x) / tiles_a) * kTile;
   const int tx = threadIdx.x, ty = threadIdx.y;
   for (int64_t batch = blockIdx.y; batch < t.batches; batch += gridDim.y) {  // uniform per block
-    int64_t in_off = 0, out_off = 0, rest = batch;
-    for (int d = t.batch_rank - 1; d >= 0; --d) {
-      const int64_t i = rest % t.batch_dims[d];
-      rest /= t.batch_dims[d];
-      in_off += i * t.batch_in_strides[d];
-      out_off += i * t.batch_out_strides[d];
-    }
-    // Read along a (the input's contiguous dim): tile[b - b0][a - a0].
-    for (int k = ty; k < kTile; k += kTileRows) {
-      const int64_t a = a0 + tx, b = b0 + k;
-      if (a < t.size_a && b < t.size_b) tile[k][tx] = in[in_off + b * t.in_stride_b + a];
-    }
+    int64_t in_off, out_off;
+    tiled_batch_offsets(t, batch, in_off, out_off);
+    tiled_load(t, in, tile, in_off, a0, b0, tx, ty);
     __syncthreads();
-    // Write along b (the output's contiguous dim).
-    for (int k = ty; k < kTile; k += kTileRows) {
-      const int64_t b = b0 + tx, a = a0 + k;
-      if (a < t.size_a && b < t.size_b) out[out_off + a * t.out_stride_a + b] = tile[tx][k];
-    }
+    tiled_store(t, out, tile, out_off, a0, b0, tx, ty);
     __syncthreads();  // the next batch overwrites the tile
   }
 }
@@ -76,8 +51,9 @@ __global__ void copy_pieces_kernel(CopyPieces p) {
   const T* __restrict__ src = static_cast<const T*>(piece.src);
   T* __restrict__ dst = static_cast<T*>(piece.dst);
   EMBER_CUDA_LOOP(i, p.rows * width) {
-    const int64_t r = i / width, c = i - r * width;
-    dst[r * piece.dst_pitch + c] = src[r * piece.src_pitch + c];
+    int64_t s, d;
+    piece_offsets(piece, i, s, d);
+    dst[d] = src[s];
   }
 }
 
@@ -93,24 +69,19 @@ __global__ void trilu_kernel(const T* __restrict__ in, T* __restrict__ out, int6
                              bool upper, const int64_t* __restrict__ k_device) {
   const int64_t k = k_device ? *k_device : 0;
   EMBER_CUDA_LOOP(i, n) {
-    const int64_t col = i % cols, row = (i / cols) % rows;
-    const int64_t diff = col - row;  // |diff| < rows + cols: no overflow against any k
-    const bool keep = upper ? diff >= k : diff <= k;
-    out[i] = keep ? in[i] : T{};  // zero bytes: 0 in every numeric dtype, false in bool
+    // Zero bytes: 0 in every numeric dtype, false in bool.
+    out[i] = trilu_keeps(i, rows, cols, upper, k) ? in[i] : T{};
   }
 }
-
-template <class I> __device__ __forceinline__ int64_t index_value(I v) { return static_cast<int64_t>(v); }
 
 template <class T, class I>
 __global__ void one_hot_kernel(const I* __restrict__ indices, const T* __restrict__ values, T* __restrict__ out,
                                int64_t outer, int64_t depth, int64_t inner) {
   const T off = values[0], on = values[1];
   EMBER_CUDA_LOOP(i, outer * depth * inner) {
-    const int64_t in = i % inner, d = (i / inner) % depth, o = i / (inner * depth);
-    int64_t hot = index_value(indices[o * inner + in]);
-    if (hot < 0) hot += depth;
-    out[i] = d == hot ? on : off;
+    int64_t d;
+    const int64_t s = one_hot_source(i, depth, inner, d);
+    out[i] = one_hot_is_hot(static_cast<int64_t>(indices[s]), d, depth) ? on : off;
   }
 }
 

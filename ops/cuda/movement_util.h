@@ -7,6 +7,7 @@
 #include "ops/cuda/movement_impl.h"
 #include "ops/kernel.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
@@ -49,6 +50,7 @@ class StridedCopyPlan {
   const StridedCopy& narrow() const { return narrow_; }
   const StridedCopy& wide() const { return wide_; }
   bool tiled() const { return use_tiled_; }
+  const TiledTranspose& tiled_plan() const { return tiled_; }
 
  private:
   bool empty_ = false;
@@ -67,5 +69,61 @@ class StridedCopyKernel final : public Kernel {
   StridedCopyPlan plan_;
   std::string what_;
 };
+
+// Concat and Split: viewed as [outer, axis * inner], each piece (an input of Concat,
+// an output of Split) owns `bytes[i]` bytes at `offset[i]` of every `row`-byte outer
+// row. max_unit divides every byte count (so every width, pitch and column offset).
+struct PieceBlocks {
+  bool concat = true;
+  int64_t outer = 1;
+  std::vector<int64_t> bytes, offset;
+  int64_t row = 0;
+  size_t max_unit = 16;
+};
+
+// The widest unit (<= b.max_unit) the non-empty pieces' pointers are all aligned to.
+// src(i) and dst(i) are piece i's whole tensors of this run (dst(i) null: an absent
+// output, skipped).
+template <class Src, class Dst> size_t pieces_unit(const PieceBlocks& b, Src src, Dst dst) {
+  size_t unit = b.max_unit;
+  for (size_t i = 0; i < b.bytes.size(); ++i)
+    while (b.bytes[i] && dst(i) && unit > 1 && !aligned_to(unit, {src(i), dst(i)})) unit /= 2;
+  return unit;
+}
+
+// Calls launch(const CopyPieces&) once per group of up to kMaxPieces non-empty pieces,
+// counts in `unit` bytes (which must divide b.max_unit). In Concat the destination
+// columns start at the piece's offset, in Split the source columns do.
+template <class Src, class Dst, class Launch>
+void for_each_piece_group(const PieceBlocks& b, size_t unit, Src src, Dst dst, Launch launch) {
+  if (b.outer == 0) return;
+  const int64_t u = static_cast<int64_t>(unit);
+  CopyPieces p;
+  p.unit = static_cast<int32_t>(unit);
+  p.rows = b.outer;
+  for (size_t i = 0; i < b.bytes.size(); ++i) {
+    if (b.bytes[i] == 0 || !dst(i)) continue;  // an empty piece or an absent output
+    CopyPieces::Piece& piece = p.pieces[p.count++];
+    piece.width = b.bytes[i] / u;
+    if (b.concat) {
+      piece.src = src(i);
+      piece.src_pitch = piece.width;
+      piece.dst = static_cast<char*>(dst(i)) + b.offset[i];
+      piece.dst_pitch = b.row / u;
+    } else {
+      piece.src = static_cast<const char*>(src(i)) + b.offset[i];
+      piece.src_pitch = b.row / u;
+      piece.dst = dst(i);
+      piece.dst_pitch = piece.width;
+    }
+    p.max_piece = std::max(p.max_piece, p.rows * piece.width);
+    if (p.count == kMaxPieces) {
+      launch(p);
+      p.count = 0;
+      p.max_piece = 0;
+    }
+  }
+  if (p.count) launch(p);
+}
 
 }  // namespace ember::cuda

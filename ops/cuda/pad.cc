@@ -5,8 +5,7 @@
 #include "graph/schemas/shape_util.h"
 #include "ops/cpu/index_copy.h"  // scalar_bytes: the pre-opset-11 float pad value as bytes
 #include "ops/cuda/cuda_common.h"
-#include "ops/cuda/movement_util.h"
-#include "ops/cuda/pad_impl.h"
+#include "ops/cuda/movement_plans.h"
 #include "ops/registry.h"
 
 #include <algorithm>
@@ -33,37 +32,47 @@ class PadKernel final : public Kernel {
 };
 
 std::unique_ptr<Kernel> make_pad(KernelInit& init, std::string* why_not) {
+  PadDims p;
+  uint64_t fill_bits = 0;
+  bool fill_from_input = false;
+  if (!plan_pad(init, p, fill_bits, fill_from_input, why_not)) return nullptr;
+  return std::make_unique<PadKernel>(p, fill_bits, fill_from_input);
+}
+
+}  // namespace
+
+bool plan_pad(const KernelInit& init, PadDims& p, uint64_t& fill_bits, bool& fill_from_input, std::string* why_not) {
   const size_t elem = movement_elem(init.inputs[0].dtype, why_not);
-  if (!elem) return nullptr;
-  if (init.opset >= 11 && !inputs_known(init, {1, 3}, "pads and axes", why_not)) return nullptr;
+  if (!elem) return false;
+  if (init.opset >= 11 && !inputs_known(init, {1, 3}, "pads and axes", why_not)) return false;
   const Shape& in = init.inputs[0].shape;
   if (in.size() > static_cast<size_t>(kPadMaxRank)) {
     *why_not = "rank above " + std::to_string(kPadMaxRank) + " is not supported on CUDA";
-    return nullptr;
+    return false;
   }
   const PadParams pads = pad_params(infer_context(init));
 
-  uint64_t fill_bits = 0;
-  bool fill_from_input = false;
+  fill_bits = 0;
+  fill_from_input = false;
   if (init.opset < 11) {
     // Before opset 11 the pad value is a float attribute, converted to the data dtype.
     std::vector<uint8_t> bytes;
     if (!scalar_bytes(init.node.attributes.get_float_or("value", 0.0f), init.inputs[0].dtype, bytes) ||
         bytes.size() != elem) {
       *why_not = std::string("a pad value for ") + dtype_name(init.inputs[0].dtype);
-      return nullptr;
+      return false;
     }
     std::memcpy(&fill_bits, bytes.data(), elem);
   } else if (init.inputs.size() > 2 && init.inputs[2].present()) {
     if (init.inputs[2].dtype != init.inputs[0].dtype || shape_numel(init.inputs[2].shape) != 1) {
       *why_not = "constant_value must be one element of the data's dtype";
-      return nullptr;
+      return false;
     }
     fill_from_input = true;
   }
 
   const std::string& mode = pads.mode;
-  PadDims p;
+  p = PadDims{};
   p.rank = static_cast<int32_t>(in.size());
   p.elem = static_cast<int32_t>(elem);
   p.mode = mode == "reflect" ? PadMode::Reflect : mode == "edge" ? PadMode::Edge : mode == "wrap" ? PadMode::Wrap
@@ -77,7 +86,7 @@ std::unique_ptr<Kernel> make_pad(KernelInit& init, std::string* why_not) {
     const int64_t len = kept + before + std::max<int64_t>(0, pads.end[d]);
     if (kept <= 0 && len > 0 && p.mode != PadMode::Constant) {
       *why_not = "cannot pad an empty dimension in " + mode + " mode";
-      return nullptr;
+      return false;
     }
     p.out_dims[d] = len;
     p.before[d] = before;
@@ -85,10 +94,8 @@ std::unique_ptr<Kernel> make_pad(KernelInit& init, std::string* why_not) {
     p.kept[d] = kept;
     p.in_strides[d] = strides[d];
   }
-  return std::make_unique<PadKernel>(p, fill_bits, fill_from_input);
+  return true;
 }
-
-}  // namespace
 
 EMBER_KERNEL("Pad", "", 1, kMaxOpset, DeviceKind::Cuda, make_pad);
 

@@ -7,8 +7,7 @@
 // with linear, tf_crop_and_resize, half_pixel_symmetric, resizing a leading dim.
 #include "graph/schemas/shape_util.h"
 #include "ops/cuda/cuda_common.h"
-#include "ops/cuda/movement_util.h"
-#include "ops/cuda/resize_impl.h"
+#include "ops/cuda/movement_plans.h"
 #include "ops/registry.h"
 
 namespace ember::cuda {
@@ -43,26 +42,34 @@ ResizeAxis make_axis(const ResizeParams& p, size_t d, int64_t in_len) {
 }
 
 std::unique_ptr<Kernel> make_resize(KernelInit& init, std::string* why_not) {
+  ResizeDesc d;
+  if (!plan_resize(init, d, why_not)) return nullptr;
+  return std::make_unique<ResizeKernel>(d);
+}
+
+}  // namespace
+
+bool plan_resize(const KernelInit& init, ResizeDesc& d, std::string* why_not) {
   const bool upsample = init.node.op_type == "Upsample";
   if (upsample ? init.opset >= 9 && !inputs_known(init, {1}, "scales", why_not)
                : init.opset < 11 ? !inputs_known(init, {1}, "scales", why_not)
                                  : !inputs_known(init, {2, 3}, "scales and sizes", why_not))
-    return nullptr;
+    return false;
   const Shape& in = init.inputs[0].shape;
   if (in.empty()) {
     *why_not = "a scalar cannot be resized";
-    return nullptr;
+    return false;
   }
   const ResizeParams p = resize_params(infer_context(init));
   if (p.mode != "nearest" && p.mode != "linear") {
     *why_not = p.mode + " mode is not supported on CUDA";
-    return nullptr;
+    return false;
   }
-  ResizeDesc d;
+  d = ResizeDesc{};
   d.linear = p.mode == "linear";
   if (d.linear && p.exclude_outside) {
     *why_not = "exclude_outside is not supported on CUDA";
-    return nullptr;
+    return false;
   }
   const std::string& c = p.coordinate_mode;
   if (c == "half_pixel") d.coord = ResizeCoord::HalfPixel;
@@ -72,7 +79,7 @@ std::unique_ptr<Kernel> make_resize(KernelInit& init, std::string* why_not) {
   else if (c == "tf_half_pixel_for_nn") d.coord = ResizeCoord::TfHalfPixelForNN;
   else {
     *why_not = "coordinate_transformation_mode " + c + " is not supported on CUDA";
-    return nullptr;
+    return false;
   }
   const std::string& n = p.nearest_mode;
   d.nearest = n == "round_prefer_ceil" ? ResizeNearest::RoundPreferCeil
@@ -85,12 +92,12 @@ std::unique_ptr<Kernel> make_resize(KernelInit& init, std::string* why_not) {
     const DType t = init.inputs[0].dtype;
     if (t != DType::Float32 && t != DType::Float16) {
       *why_not = std::string("linear mode on ") + dtype_name(t) + " is not supported on CUDA";
-      return nullptr;
+      return false;
     }
     d.elem = t == DType::Float32 ? 4 : 2;
   } else {
     const size_t elem = movement_elem(init.inputs[0].dtype, why_not);
-    if (!elem) return nullptr;
+    if (!elem) return false;
     d.elem = static_cast<int32_t>(elem);
   }
 
@@ -98,22 +105,20 @@ std::unique_ptr<Kernel> make_resize(KernelInit& init, std::string* why_not) {
   for (size_t k = 0; k + 2 < rank; ++k) {
     if (!identity_dim(p, k, in[k])) {
       *why_not = "only the last two dims may be resized on CUDA (dim " + std::to_string(k) + " changes)";
-      return nullptr;
+      return false;
     }
     d.planes *= in[k];
   }
   for (size_t k = 0; k < rank; ++k) {
     if (in[k] == 0 && p.out[k] > 0) {
       *why_not = "cannot resize an empty dimension to a non-empty one";
-      return nullptr;
+      return false;
     }
   }
   d.w = make_axis(p, rank - 1, in[rank - 1]);
   if (rank >= 2) d.h = make_axis(p, rank - 2, in[rank - 2]);  // else the default: one row, left as it is
-  return std::make_unique<ResizeKernel>(d);
+  return true;
 }
-
-}  // namespace
 
 EMBER_KERNEL("Resize", "", 10, kMaxOpset, DeviceKind::Cuda, make_resize);
 EMBER_KERNEL("Upsample", "", 7, 9, DeviceKind::Cuda, make_resize);
