@@ -105,7 +105,9 @@ void check_strided_cases(const std::vector<MoveCase>& cases) {
       expect_same_bytes(emulate_copy(plan.narrow(), in, f.outputs[0]), want, c.label + " (element units)");
       expect_same_bytes(emulate_copy(plan.wide(), in, f.outputs[0]), want, c.label + " (wide units)");
     }
-    if (want.numel()) EXPECT_EQ(plan.narrow().unit, static_cast<int>(elem_of(in.dtype())));
+    if (want.numel()) {
+      EXPECT_EQ(plan.narrow().unit, static_cast<int>(elem_of(in.dtype())));
+    }
   }
 }
 

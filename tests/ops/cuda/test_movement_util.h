@@ -48,7 +48,8 @@ inline Tensor float_vector(const std::vector<float>& values) {
 }
 
 // The KernelInit the planner would build for a case (no device context, as when a
-// factory decides before touching the GPU).
+// factory decides before touching the GPU). Output types are inferred from every input
+// value (as when the node runs eagerly); the factory sees only the plan-time ones.
 struct InitFor {
   explicit InitFor(const MoveCase& c) : node(c.node) {
     const auto inputs = c.ptrs();
@@ -56,7 +57,7 @@ struct InitFor {
     for (const Tensor* in : inputs)
       types.push_back(in ? TensorType{in->dtype(), in->shape()} : TensorType{});
     for (int i : c.plan_time) known[static_cast<size_t>(i)] = inputs[static_cast<size_t>(i)];
-    outputs = infer_node(node, c.opset, types, known);
+    outputs = infer_node(node, c.opset, types, inputs);
     init = std::make_unique<KernelInit>(KernelInit{node, c.opset, Device{DeviceKind::Cuda, 0}, types, known, outputs});
   }
   Node node;
