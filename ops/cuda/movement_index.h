@@ -299,7 +299,8 @@ template <class Load> EMBER_HD float resize_linear_value(const ResizeDesc& d, in
   const int64_t base = plane * d.h.in_len * d.w.in_len;
   float acc = 0.f;
   for (int a = 0; a < ty.count; ++a)
-    for (int b = 0; b < tx.count; ++b) acc += ty.weight[a] * tx.weight[b] * load(base + ty.index[a] * d.w.in_len + tx.index[b]);
+    for (int b = 0; b < tx.count; ++b)
+      acc += ty.weight[a] * tx.weight[b] * load(base + ty.index[a] * d.w.in_len + tx.index[b]);
   return acc;
 }
 

@@ -20,7 +20,8 @@ using namespace ember::cuda;
 // Copies `unit` bytes from input unit `off` to output unit `i`, failing (and skipping
 // the copy) when either lies outside its tensor.
 bool copy_unit(const Tensor& in, int64_t off, Tensor& out, int64_t i, size_t unit) {
-  const int64_t in_units = static_cast<int64_t>(in.nbytes() / unit), out_units = static_cast<int64_t>(out.nbytes() / unit);
+  const int64_t in_units = static_cast<int64_t>(in.nbytes() / unit);
+  const int64_t out_units = static_cast<int64_t>(out.nbytes() / unit);
   if (off < 0 || off >= in_units || i < 0 || i >= out_units) {
     ADD_FAILURE() << "unit " << i << " reads " << off << " of " << in_units << " (out of bounds)";
     return false;
@@ -36,6 +37,9 @@ Tensor blank(const TensorType& t) {
 }
 
 size_t elem_of(DType t) { return static_cast<size_t>(dtype_bits(t) / 8); }
+
+// The widest unit a run may pick for rows of `bytes` bytes.
+int64_t max_unit(int64_t bytes) { return static_cast<int64_t>(pow2_divisor(static_cast<uint64_t>(bytes))); }
 
 // ---- Strided copy -----------------------------------------------------------------------
 
@@ -71,7 +75,8 @@ template <class T> void emulate_tiled_typed(const TiledTranspose& t, const T* in
 Tensor emulate_tiled(const TiledTranspose& t, const Tensor& in, const TensorType& out_type) {
   Tensor out = blank(out_type);
   // Bounds: the largest offsets either side touches must lie inside the tensors.
-  int64_t in_max = (t.size_a - 1) + (t.size_b - 1) * t.in_stride_b, out_max = (t.size_a - 1) * t.out_stride_a + t.size_b - 1;
+  int64_t in_max = (t.size_a - 1) + (t.size_b - 1) * t.in_stride_b;
+  int64_t out_max = (t.size_a - 1) * t.out_stride_a + t.size_b - 1;
   for (int d = 0; d < t.batch_rank; ++d) {
     in_max += (t.batch_dims[d] - 1) * t.batch_in_strides[d];
     out_max += (t.batch_dims[d] - 1) * t.batch_out_strides[d];
@@ -226,7 +231,7 @@ TEST(CudaMovementEmulated, GatherFamilyMatchesCpuInEveryUnit) {
     if (c.node.op_type == "Gather") {
       GatherParams bytes;
       ASSERT_TRUE(plan_gather(*f.init, bytes, &why)) << why;
-      for (int64_t unit = 1; unit <= static_cast<int64_t>(pow2_divisor(static_cast<uint64_t>(bytes.inner))); unit *= 2) {
+      for (int64_t unit = 1; unit <= max_unit(bytes.inner); unit *= 2) {
         const GatherParams p = gather_for_unit(bytes, unit);
         Tensor out = blank(f.outputs[0]);
         with_index_type(indices, [&](auto* idx) {
@@ -253,7 +258,7 @@ TEST(CudaMovementEmulated, GatherFamilyMatchesCpuInEveryUnit) {
     } else {
       NDParams bytes;
       ASSERT_TRUE(plan_nd(*f.init, bytes, &why)) << why;
-      for (int64_t unit = 1; unit <= static_cast<int64_t>(pow2_divisor(static_cast<uint64_t>(bytes.slice))); unit *= 2) {
+      for (int64_t unit = 1; unit <= max_unit(bytes.slice); unit *= 2) {
         const NDParams p = nd_for_unit(bytes, unit);
         Tensor out = blank(f.outputs[0]);
         for (int64_t i = 0; i < p.total_tuples * p.slice; ++i) {
@@ -340,7 +345,7 @@ TEST(CudaMovementEmulated, ScattersMatchCpu) {
     } else {
       NDParams bytes;
       ASSERT_TRUE(plan_nd(*f.init, bytes, &why)) << why;
-      for (int64_t unit = 1; unit <= static_cast<int64_t>(pow2_divisor(static_cast<uint64_t>(bytes.slice))); unit *= 2) {
+      for (int64_t unit = 1; unit <= max_unit(bytes.slice); unit *= 2) {
         const NDParams p = nd_for_unit(bytes, unit);
         Tensor out = c.inputs[0].clone();
         for (int64_t i = 0; i < p.total_tuples * p.slice; ++i) {

@@ -173,7 +173,8 @@ inline std::vector<MoveCase> slice_cases() {
   for (const P& p : ps) {
     for (DType t : movement_dtypes()) {
       MoveCase c;
-      c.label = case_label("Slice", p.shape, t, "starts " + shape_to_string(p.starts) + " steps " + shape_to_string(p.steps));
+      c.label = case_label("Slice", p.shape, t,
+                           "starts " + shape_to_string(p.starts) + " steps " + shape_to_string(p.steps));
       c.node = make_node("Slice", 5);
       c.inputs = {random_tensor(t, p.shape, -100, 100, rng), int_vector(p.starts), int_vector(p.ends),
                   p.axes.empty() ? Tensor() : int_vector(p.axes), p.steps.empty() ? Tensor() : int_vector(p.steps)};
@@ -196,7 +197,8 @@ inline std::vector<MoveCase> slice_cases() {
     d.node = make_node("Slice", 5);
     d.opset = 13;
     d.inputs = {random_tensor(DType::Float16, {3, 5, 7}, -1, 1, rng), int_vector({-1, 1}, DType::Int32),
-                int_vector({-6, 5}, DType::Int32), int_vector({-2, 2}, DType::Int32), int_vector({-1, 3}, DType::Int32)};
+                int_vector({-6, 5}, DType::Int32), int_vector({-2, 2}, DType::Int32),
+                int_vector({-1, 3}, DType::Int32)};
     d.plan_time = {1, 2, 3, 4};
     cases.push_back(std::move(d));
   }
@@ -281,7 +283,8 @@ inline std::vector<MoveCase> concat_split_cases() {
   for (const C& cc : cs) {
     for (DType t : movement_dtypes()) {
       MoveCase c;
-      c.label = case_label("Concat", cc.shape, t, "axis " + std::to_string(cc.axis) + " x" + std::to_string(cc.lengths.size()));
+      c.label = case_label("Concat", cc.shape, t,
+                           "axis " + std::to_string(cc.axis) + " x" + std::to_string(cc.lengths.size()));
       c.node = make_node("Concat", cc.lengths.size(), 1, with_int("axis", cc.axis));
       c.opset = 13;
       const int64_t axis = cc.axis < 0 ? cc.axis + static_cast<int64_t>(cc.shape.size()) : cc.axis;
@@ -383,7 +386,8 @@ inline std::vector<MoveCase> gather_cases() {
   for (const N& n : ns) {
     for (DType t : {DType::Float32, DType::Float16, DType::Int64, DType::Bool}) {
       MoveCase c;
-      c.label = case_label("GatherND", n.data, t, "indices " + shape_to_string(n.indices) + " b" + std::to_string(n.batch_dims));
+      c.label = case_label("GatherND", n.data, t,
+                           "indices " + shape_to_string(n.indices) + " b" + std::to_string(n.batch_dims));
       c.node = make_node("GatherND", 2, 1, with_int("batch_dims", n.batch_dims));
       c.opset = 13;
       // Each index column j bounds by data[batch_dims + j].
@@ -409,7 +413,10 @@ inline std::vector<MoveCase> scatter_cases() {
     Shape data, indices;
     int64_t axis;
   };
-  const std::vector<E> es = {{{7}, {4}, 0}, {{3, 5, 7}, {3, 5, 7}, 1}, {{3, 5, 7}, {2, 3, 4}, 2}, {{3, 5, 7}, {3, 2, 7}, -3},
+  const std::vector<E> es = {{{7}, {4}, 0},
+                             {{3, 5, 7}, {3, 5, 7}, 1},
+                             {{3, 5, 7}, {2, 3, 4}, 2},
+                             {{3, 5, 7}, {3, 2, 7}, -3},
                              {{2, 3, 257}, {2, 3, 100}, -1}};
   for (const E& e : es) {
     for (DType t : {DType::Float32, DType::Float16, DType::Int64, DType::Bool}) {
@@ -445,7 +452,8 @@ inline std::vector<MoveCase> scatter_cases() {
   struct N {
     Shape data, indices;
   };
-  const std::vector<N> ns = {{{7}, {3, 1}}, {{5, 7}, {4, 2}}, {{5, 7}, {3, 1}}, {{2, 3, 257}, {2, 2}}, {{4, 6, 8}, {2, 2, 1}}};
+  const std::vector<N> ns = {
+      {{7}, {3, 1}}, {{5, 7}, {4, 2}}, {{5, 7}, {3, 1}}, {{2, 3, 257}, {2, 2}}, {{4, 6, 8}, {2, 2, 1}}};
   for (const N& n : ns) {
     for (DType t : {DType::Float32, DType::Float16, DType::Int64, DType::Bool}) {
       const int64_t k = n.indices.back();
@@ -495,7 +503,8 @@ inline std::vector<MoveCase> pad_cases() {
                              {{1, 3, 7, 9}, {0, 0, 3, 4, 0, 0, 2, 5}}};
   for (const P& p : ps) {
     for (const char* mode : {"constant", "reflect", "edge", "wrap"}) {
-      // reflect needs pads below the length (the CPU mirrors further, ONNX forbids it).
+      // {7} padded by 6 reflects over the whole length; the CUDA kernel mirrors on
+      // periodically beyond, as the CPU kernel does (ONNX leaves that undefined).
       for (DType t : movement_dtypes()) {
         MoveCase c;
         c.label = case_label("Pad", p.shape, t, std::string(mode) + " pads " + shape_to_string(p.pads));
@@ -622,7 +631,8 @@ inline std::vector<MoveCase> trilu_one_hot_cases() {
       for (DType it : {DType::Int64, DType::Int32, DType::Float32}) {
         for (DType vt : {DType::Float32, DType::Float16, DType::Int64}) {
           MoveCase c;
-          c.label = case_label("OneHot", s, it, std::string("values ") + dtype_name(vt) + " axis " + std::to_string(axis));
+          c.label = case_label("OneHot", s, it,
+                               std::string("values ") + dtype_name(vt) + " axis " + std::to_string(axis));
           c.node = make_node("OneHot", 3, 1, with_int("axis", axis));
           c.opset = 11;
           // Indices in [-depth - 2, depth + 2): negative ones and out-of-range ones (-> all off).
