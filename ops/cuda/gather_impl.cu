@@ -11,7 +11,7 @@ namespace {
 
 template <class T, class I>
 __global__ void gather_kernel(const T* __restrict__ data, const I* __restrict__ indices, T* __restrict__ out,
-                              GatherParams p) {
+                              const __grid_constant__ GatherParams p) {
   EMBER_CUDA_LOOP(i, p.outer * p.count * p.inner) {
     const int64_t off = gather_source(p, indices, i);
     out[i] = off < 0 ? T{} : data[off];
@@ -20,7 +20,7 @@ __global__ void gather_kernel(const T* __restrict__ data, const I* __restrict__ 
 
 template <class T, class I>
 __global__ void gather_elements_kernel(const T* __restrict__ data, const I* __restrict__ indices,
-                                       T* __restrict__ out, ElementsParams p) {
+                                       T* __restrict__ out, const __grid_constant__ ElementsParams p) {
   EMBER_CUDA_LOOP(i, p.numel) {
     const int64_t off = elements_offset(p, indices, i);
     out[i] = off < 0 ? T{} : data[off];
@@ -31,7 +31,7 @@ __global__ void gather_elements_kernel(const T* __restrict__ data, const I* __re
 // leaves it undefined too).
 template <class T, class I>
 __global__ void scatter_elements_kernel(const I* __restrict__ indices, const T* __restrict__ updates,
-                                        T* __restrict__ out, ElementsParams p) {
+                                        T* __restrict__ out, const __grid_constant__ ElementsParams p) {
   EMBER_CUDA_LOOP(i, p.numel) {
     const int64_t off = elements_offset(p, indices, i);
     if (off >= 0) out[off] = updates[i];
@@ -40,7 +40,7 @@ __global__ void scatter_elements_kernel(const I* __restrict__ indices, const T* 
 
 template <class T>
 __global__ void gather_nd_kernel(const T* __restrict__ data, const int64_t* __restrict__ indices,
-                                 T* __restrict__ out, NDParams p) {
+                                 T* __restrict__ out, const __grid_constant__ NDParams p) {
   EMBER_CUDA_LOOP(i, p.total_tuples * p.slice) {
     const int64_t off = nd_offset(p, indices, i);
     out[i] = off < 0 ? T{} : data[off];
@@ -49,7 +49,7 @@ __global__ void gather_nd_kernel(const T* __restrict__ data, const int64_t* __re
 
 template <class T>
 __global__ void scatter_nd_kernel(const int64_t* __restrict__ indices, const T* __restrict__ updates,
-                                  T* __restrict__ out, NDParams p) {
+                                  T* __restrict__ out, const __grid_constant__ NDParams p) {
   EMBER_CUDA_LOOP(i, p.total_tuples * p.slice) {
     const int64_t off = nd_offset(p, indices, i);
     if (off >= 0) out[off] = updates[i];

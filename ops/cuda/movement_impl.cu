@@ -14,7 +14,8 @@ namespace {
 // ---- Strided copy ---------------------------------------------------------------------
 
 template <class T, class I>
-__global__ void strided_copy_kernel(const T* __restrict__ in, T* __restrict__ out, StridedCopy c) {
+__global__ void strided_copy_kernel(const T* __restrict__ in, T* __restrict__ out,
+                                    const __grid_constant__ StridedCopy c) {
   const I n = static_cast<I>(c.numel);
   const I step = static_cast<I>(blockDim.x) * static_cast<I>(gridDim.x);
   for (I i = static_cast<I>(blockIdx.x) * static_cast<I>(blockDim.x) + static_cast<I>(threadIdx.x); i < n;
@@ -25,8 +26,8 @@ __global__ void strided_copy_kernel(const T* __restrict__ in, T* __restrict__ ou
 // ---- Tiled transpose ------------------------------------------------------------------
 
 template <class T>
-__global__ void tiled_transpose_kernel(const T* __restrict__ in, T* __restrict__ out, TiledTranspose t,
-                                       int64_t tiles_a) {
+__global__ void tiled_transpose_kernel(const T* __restrict__ in, T* __restrict__ out,
+                                       const __grid_constant__ TiledTranspose t, int64_t tiles_a) {
   __shared__ T tile[kTile][kTile + 1];  // +1: column reads hit 32 different banks
   const int64_t a0 = (static_cast<int64_t>(blockIdx.x) % tiles_a) * kTile;
   const int64_t b0 = (static_cast<int64_t>(blockIdx.x) / tiles_a) * kTile;
@@ -45,7 +46,7 @@ __global__ void tiled_transpose_kernel(const T* __restrict__ in, T* __restrict__
 
 // blockIdx.y picks the piece; blocks beyond a small piece's end exit at once.
 template <class T>
-__global__ void copy_pieces_kernel(CopyPieces p) {
+__global__ void copy_pieces_kernel(const __grid_constant__ CopyPieces p) {
   const CopyPieces::Piece& piece = p.pieces[blockIdx.y];
   const int64_t width = piece.width;
   const T* __restrict__ src = static_cast<const T*>(piece.src);

@@ -298,9 +298,18 @@ template <class Load> EMBER_HD float resize_linear_value(const ResizeDesc& d, in
   const LinearTaps ty = linear_taps(d.h, d.coord, oy), tx = linear_taps(d.w, d.coord, ox);
   const int64_t base = plane * d.h.in_len * d.w.in_len;
   float acc = 0.f;
-  for (int a = 0; a < ty.count; ++a)
-    for (int b = 0; b < tx.count; ++b)
-      acc += ty.weight[a] * tx.weight[b] * load(base + ty.index[a] * d.w.in_len + tx.index[b]);
+  // Fixed trip counts (taps past count skipped) keep the tap arrays in registers.
+#ifdef __CUDA_ARCH__
+#pragma unroll
+#endif
+  for (int a = 0; a < 2; ++a) {
+#ifdef __CUDA_ARCH__
+#pragma unroll
+#endif
+    for (int b = 0; b < 2; ++b)
+      if (a < ty.count && b < tx.count)
+        acc += ty.weight[a] * tx.weight[b] * load(base + ty.index[a] * d.w.in_len + tx.index[b]);
+  }
   return acc;
 }
 

@@ -9,7 +9,7 @@ namespace ember::cuda {
 namespace {
 
 template <class T>
-__global__ void pad_kernel(const T* __restrict__ in, T* __restrict__ out, PadDims p,
+__global__ void pad_kernel(const T* __restrict__ in, T* __restrict__ out, const __grid_constant__ PadDims p,
                            const T* __restrict__ fill_device, T fill_value) {
   const T fill = fill_device ? *fill_device : fill_value;
   EMBER_CUDA_LOOP(i, p.numel) {

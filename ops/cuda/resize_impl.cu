@@ -12,12 +12,14 @@ namespace ember::cuda {
 namespace {
 
 template <class T>
-__global__ void resize_nearest_kernel(const T* __restrict__ in, T* __restrict__ out, ResizeDesc d) {
+__global__ void resize_nearest_kernel(const T* __restrict__ in, T* __restrict__ out,
+                                      const __grid_constant__ ResizeDesc d) {
   EMBER_CUDA_LOOP(i, d.planes * d.h.out_len * d.w.out_len) out[i] = in[resize_nearest_offset(d, i)];
 }
 
 template <class T>
-__global__ void resize_linear_kernel(const T* __restrict__ in, T* __restrict__ out, ResizeDesc d) {
+__global__ void resize_linear_kernel(const T* __restrict__ in, T* __restrict__ out,
+                                     const __grid_constant__ ResizeDesc d) {
   EMBER_CUDA_LOOP(i, d.planes * d.h.out_len * d.w.out_len) {
     out[i] = from_float<T>(resize_linear_value(d, i, [in](int64_t off) { return to_float(in[off]); }));
   }
