@@ -1,8 +1,8 @@
 // CUDA ops whose output is input 0 with another shape (Reshape, Flatten, Squeeze,
-// Unsqueeze, Identity, inference Dropout): registered with output_aliases_input0, so
-// the planner gives output and input the same bytes and never runs them. Their run is
-// a no-op; were it ever called on distinct buffers it would be a device-to-device copy
-// (asynchronous, capturable), never a host round trip.
+// Unsqueeze, Identity; Dropout is in dropout.cc): registered with output_aliases_input0,
+// so the planner gives output and input the same bytes and skips them. It does run them
+// when the output is a graph output (it cannot alias then): the run is a no-op on shared
+// bytes, else an asynchronous device-to-device copy (capturable), never a host trip.
 #include "ops/cuda/cuda_common.h"
 #include "ops/registry.h"
 
@@ -27,21 +27,6 @@ std::unique_ptr<Kernel> make_alias(KernelInit& init, std::string* why_not) {
   return std::make_unique<FunctionKernel>(alias_run);
 }
 
-// Dropout aliases its input only in inference (training_mode absent or a constant
-// false) and when the mask output is not wanted; otherwise it stays on the CPU.
-std::unique_ptr<Kernel> make_dropout_alias(KernelInit& init, std::string* why_not) {
-  if (init.opset >= 12 && init.inputs.size() > 2 && init.inputs[2].present() &&
-      (!init.values[2] || init.values[2]->data_as<bool>()[0])) {
-    *why_not = "training_mode must be a constant false";
-    return nullptr;
-  }
-  if (init.node.outputs.size() > 1 && !init.node.outputs[1].empty()) {
-    *why_not = "the mask output is not an alias (not supported on CUDA)";
-    return nullptr;
-  }
-  return make_alias(init, why_not);
-}
-
 constexpr KernelFlags kAlias{.output_aliases_input0 = true};
 
 }  // namespace
@@ -51,6 +36,5 @@ EMBER_KERNEL_FLAGS("Flatten", "", 1, kMaxOpset, DeviceKind::Cuda, make_alias, kA
 EMBER_KERNEL_FLAGS("Squeeze", "", 1, kMaxOpset, DeviceKind::Cuda, make_alias, kAlias);
 EMBER_KERNEL_FLAGS("Unsqueeze", "", 1, kMaxOpset, DeviceKind::Cuda, make_alias, kAlias);
 EMBER_KERNEL_FLAGS("Identity", "", 1, kMaxOpset, DeviceKind::Cuda, make_alias, kAlias);
-EMBER_KERNEL_FLAGS("Dropout", "", 1, kMaxOpset, DeviceKind::Cuda, make_dropout_alias, kAlias);
 
 }  // namespace ember::cuda

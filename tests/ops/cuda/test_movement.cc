@@ -275,14 +275,6 @@ TEST(CudaMovementDeclines, SaysWhyWithoutTouchingTheGpu) {
     c.plan_time = {0, 1, 2};
     expect_declined(c, "float64 is not supported on CUDA");
   }
-  {
-    MoveCase c;
-    c.label = "Dropout with its mask";
-    c.node = make_node("Dropout", 1, 2);
-    c.opset = 13;
-    c.inputs = {random_tensor(DType::Float32, {5}, -1, 1, rng)};
-    expect_declined(c, "the mask output is not an alias");
-  }
   // Resize: what the CUDA kernel leaves to the CPU.
   auto resize = [&](Attributes a, Shape in, std::vector<int64_t> sizes, DType t = DType::Float32) {
     MoveCase c;
@@ -317,7 +309,7 @@ TEST(CudaMovementDeclines, TakesTheSupportedOpsWithoutTouchingTheGpu) {
 }
 
 TEST(CudaMovementDeclines, ReshapeLikeOpsAliasTheirInput) {
-  for (const char* op : {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Dropout"}) {
+  for (const char* op : {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity"}) {
     const auto entries = find_kernels("", op, 21, DeviceKind::Cuda);
     ASSERT_FALSE(entries.empty()) << op;
     EXPECT_TRUE(entries[0]->flags.output_aliases_input0) << op;
