@@ -189,8 +189,8 @@ int fuse_gelu(Graph& graph) {
   if (added.empty()) return 0;
   const int fused = static_cast<int>(added.size());
   graph.opset_imports["com.ember"] = 1;
+  erase_nodes(graph, dead);  // before appending: `dead` is indexed by the old nodes
   for (auto& n : added) graph.nodes.push_back(std::move(n));
-  erase_nodes(graph, dead);
   topological_sort(graph);
   return fused;
 }

@@ -40,7 +40,7 @@ void erase_nodes(Graph& graph, const std::vector<bool>& dead) {
   std::vector<Node> kept;
   kept.reserve(graph.nodes.size());
   for (size_t i = 0; i < graph.nodes.size(); ++i)
-    if (!dead[i]) kept.push_back(std::move(graph.nodes[i]));
+    if (i >= dead.size() || !dead[i]) kept.push_back(std::move(graph.nodes[i]));
   graph.nodes = std::move(kept);
 }
 

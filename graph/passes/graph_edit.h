@@ -28,7 +28,8 @@ std::unordered_map<std::string, int> producers(const Graph& graph);
 // A float32 initializer holding one value (any shape of one element): that value.
 bool scalar_constant(const Graph& graph, const std::string& value, float* out);
 
-// Removes the nodes whose indices are marked, keeping the order of the rest.
+// Removes the nodes whose indices are marked, keeping the order of the rest. Nodes
+// past the end of `dead` (appended after it was sized) are kept.
 void erase_nodes(Graph& graph, const std::vector<bool>& dead);
 
 }  // namespace ember
