@@ -161,6 +161,7 @@ void optimize_graph(Graph& graph) {
   eliminate_dead_code(graph);
   fold_conv_batchnorm(graph);
   fuse_gelu(graph);
+  fuse_attention(graph);
   fuse_bias_activation(graph);
   eliminate_dead_code(graph);
 }

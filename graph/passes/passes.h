@@ -20,6 +20,8 @@ int fuse_gelu(Graph& graph);
 // com.ember FusedConv / FusedMatMul / FusedGemm, each carrying its unfused
 // decomposition so the planner can fall back to it where the fused kernel cannot run.
 int fuse_bias_activation(Graph& graph);
+// MatMul(Q, Kt) -> scale -> mask -> Softmax -> MatMul(., V) becomes com.ember ScaledDotProductAttention (with its decomposition).
+int fuse_attention(Graph& graph);
 
 // All of the above in order.
 void optimize_graph(Graph& graph);

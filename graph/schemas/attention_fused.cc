@@ -1,0 +1,87 @@
+// Schema of com.ember ScaledDotProductAttention, the node graph/passes/fuse_attention.cc
+// makes of the exporters' attention pattern:
+//
+//   inputs   Q, K, V, mask (optional)
+//   attrs    scale (float, default 1), k_perm (ints, optional), mask_kind ("none" |
+//            "additive" | "boolean"), mask_fill (float, boolean masks only)
+//   Y = MatMul(Softmax(masked(MatMul(Q, Kt) * scale), axis=-1), V)
+//       with Kt = Transpose(K, k_perm) (K itself without k_perm) and masked(S) =
+//       S (none) | S + mask (additive) | Where(mask, S, mask_fill) (boolean: true keeps).
+//
+// Inference is the decomposition's, step by step through the standard ops' schemas, so
+// that any shapes the unfused nodes accept (MatMul batch broadcasting, a mask that
+// broadcasts) the fused node accepts too: a kernel declines what it does not handle
+// and the planner runs the decomposition, which must then still type-check.
+#include "graph/schema.h"
+
+#include <string>
+#include <vector>
+
+namespace ember {
+
+namespace {
+
+std::string type_name(DType t) { return dtype_name(t); }
+
+// Output type of the standard op `op_type` (with `attributes`) on `inputs`; errors
+// name the fused node and the step.
+TensorType step(const InferContext& ctx, const char* op_type, const std::vector<TensorType>& inputs,
+                Attributes attributes = {}) {
+  const Schema* schema = find_schema("", op_type);
+  if (!schema) ctx.fail(std::string("internal: no schema for ") + op_type);
+  Node node;
+  node.name = ctx.node.name;
+  node.op_type = op_type;
+  node.attributes = std::move(attributes);
+  node.inputs.resize(inputs.size());
+  node.outputs = {"y"};
+  InferContext sub{node, 13, inputs, std::vector<const Tensor*>(inputs.size(), nullptr)};
+  return schema->infer(sub).at(0);
+}
+
+std::vector<TensorType> infer_attention(const InferContext& ctx) {
+  const auto& at = ctx.node.attributes;
+  const TensorType& q = ctx.input(0);
+  TensorType k = ctx.input(1);
+  const TensorType& v = ctx.input(2);
+  if (q.dtype != DType::Float32 && q.dtype != DType::Float16 && q.dtype != DType::Float64 &&
+      q.dtype != DType::BFloat16)
+    ctx.fail("Q must be a float tensor, got " + type_name(q.dtype));
+  if (k.dtype != q.dtype || v.dtype != q.dtype)
+    ctx.fail("Q, K and V must have the same dtype, got " + type_name(q.dtype) + ", " + type_name(k.dtype) +
+             " and " + type_name(v.dtype));
+  if (at.has("k_perm")) {
+    Attributes perm;
+    perm.set_ints("perm", at.get_ints("k_perm"));
+    k = step(ctx, "Transpose", {k}, perm);
+  }
+  TensorType scores = step(ctx, "MatMul", {q, k});
+  const std::string kind = at.get_string_or("mask_kind", "none");
+  const bool has_mask = ctx.has_input(3);
+  if (kind == "none") {
+    if (has_mask) ctx.fail("mask_kind is \"none\" but a mask is given");
+  } else if (kind == "additive" || kind == "boolean") {
+    if (!has_mask) ctx.fail("mask_kind is \"" + kind + "\" but no mask is given");
+    const TensorType& mask = ctx.input(3);
+    if (kind == "additive") {
+      if (mask.dtype != q.dtype)
+        ctx.fail("an additive mask must have Q's dtype " + type_name(q.dtype) + ", got " + type_name(mask.dtype));
+      scores = step(ctx, "Add", {scores, mask});
+    } else {
+      if (mask.dtype != DType::Bool) ctx.fail("a boolean mask must be bool, got " + type_name(mask.dtype));
+      scores = step(ctx, "Where", {mask, scores, TensorType{q.dtype, {}}});
+    }
+  } else {
+    ctx.fail("mask_kind must be \"none\", \"additive\" or \"boolean\", got \"" + kind + "\"");
+  }
+  Attributes softmax;
+  softmax.set_int("axis", -1);
+  scores = step(ctx, "Softmax", {scores}, softmax);
+  return {step(ctx, "MatMul", {scores, v})};
+}
+
+}  // namespace
+
+EMBER_SCHEMA("ScaledDotProductAttention", "com.ember", infer_attention);
+
+}  // namespace ember
