@@ -1,5 +1,6 @@
 #include "ops/evaluate.h"
 
+#include "graph/passes/passes.h"
 #include "ops/registry.h"
 
 #include <ember/error.h>
@@ -28,6 +29,37 @@ std::vector<TensorType> infer_node(const Node& node, int64_t opset,
   out.resize(node.outputs.size());
   return out;
 }
+
+namespace {
+
+// A fused node no CPU kernel takes (ember's fused attention has none on purpose) is
+// evaluated as the nodes it was fused from, as the planner would run it.
+std::vector<Tensor> evaluate_decomposition(const Node& node, const Graph& parts,
+                                           const std::vector<const Tensor*>& inputs, int num_threads,
+                                           const std::unordered_map<std::string, Tensor>* scope) {
+  std::unordered_map<std::string, Tensor> env;
+  for (size_t i = 0; i < node.inputs.size() && i < inputs.size(); ++i)
+    if (inputs[i] && !node.inputs[i].empty()) env[node.inputs[i]] = *inputs[i];
+  for (const auto& [name, t] : parts.initializers) env[name] = t;
+  for (const Node& part : parts.nodes) {
+    std::vector<const Tensor*> part_inputs;
+    for (const auto& name : part.inputs) {
+      auto it = name.empty() ? env.end() : env.find(name);
+      part_inputs.push_back(it != env.end() ? &it->second : nullptr);
+    }
+    std::vector<Tensor> results = evaluate_node(part, parts.opset(part.domain), part_inputs, num_threads, scope);
+    for (size_t k = 0; k < part.outputs.size(); ++k)
+      if (!part.outputs[k].empty()) env[part.outputs[k]] = std::move(results[k]);
+  }
+  std::vector<Tensor> outputs;
+  for (const auto& name : node.outputs) {
+    auto it = name.empty() ? env.end() : env.find(name);
+    outputs.push_back(it != env.end() ? it->second : Tensor());
+  }
+  return outputs;
+}
+
+}  // namespace
 
 std::vector<Tensor> evaluate_node(const Node& node, int64_t opset,
                                   const std::vector<const Tensor*>& inputs, int num_threads,
@@ -58,8 +90,11 @@ std::vector<Tensor> evaluate_node(const Node& node, int64_t opset,
     }
     reasons += (reasons.empty() ? "" : "; ") + why;
   }
-  if (!kernel)
+  if (!kernel) {
+    const Attribute* parts = node.attributes.find(kDecompositionAttribute);
+    if (parts && parts->g) return evaluate_decomposition(node, *parts->g, inputs, num_threads, scope);
     throw Error(node.label() + ": no CPU kernel" + (reasons.empty() ? "" : " (" + reasons + ")"));
+  }
 
   std::vector<Tensor> outputs;
   for (const auto& t : init.outputs) outputs.emplace_back(t.present() ? Tensor(t.dtype, t.shape) : Tensor());

@@ -139,7 +139,11 @@ class Fuser {
 
   void attach_decomposition(Fusion& f) const {
     auto decomposition = std::make_shared<Graph>();
+    // What the parts need to be evaluated alone (evaluate_node falls back to them):
+    // the opsets and the initializers they read (copies share the bytes).
+    decomposition->opset_imports = graph_.opset_imports;
     for (int k : f.nodes) decomposition->nodes.push_back(graph_.nodes[k]);
+    copy_initializers_read(graph_, *decomposition);
     Attribute a;
     a.kind = Attribute::Kind::Graph;
     a.g = std::move(decomposition);

@@ -19,6 +19,14 @@ bool Consumers::single_reader(const std::string& value) const {
   return r.size() == 1 && r[0] >= 0;
 }
 
+void copy_initializers_read(const Graph& graph, Graph& part) {
+  for (const Node& n : part.nodes)
+    for (const auto& in : n.inputs) {
+      auto it = in.empty() ? graph.initializers.end() : graph.initializers.find(in);
+      if (it != graph.initializers.end()) part.initializers.emplace(in, it->second);
+    }
+}
+
 std::unordered_map<std::string, int> producers(const Graph& graph) {
   std::unordered_map<std::string, int> p;
   for (size_t i = 0; i < graph.nodes.size(); ++i)

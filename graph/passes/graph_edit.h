@@ -22,6 +22,9 @@ class Consumers {
   std::vector<int> none_;
 };
 
+// Copies into `part` the initializers of `graph` its nodes read (the copies share bytes).
+void copy_initializers_read(const Graph& graph, Graph& part);
+
 // The node index producing each value.
 std::unordered_map<std::string, int> producers(const Graph& graph);
 
