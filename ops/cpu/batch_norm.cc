@@ -1,6 +1,7 @@
 // BatchNormalization in inference mode: y = x * a[c] + b[c] with a = scale / sqrt(var +
 // eps) and b = bias - mean * a. The per-channel a, b are folded at plan time when the
 // statistics are constant (the usual case), else computed per run into the workspace.
+#include "ops/batch_norm_params.h"
 #include "ops/cpu/dnnl_util.h"
 #include "ops/cpu/parallel.h"
 #include "ops/registry.h"
@@ -13,11 +14,8 @@ namespace {
 
 class BatchNormKernel final : public Kernel {
  public:
-  BatchNormKernel(KernelInit& init, float epsilon) : epsilon_(epsilon) {
-    const Shape& x = init.inputs[0].shape;
-    channels_ = x[1];
-    inner_ = shape_numel(Shape(x.begin() + 2, x.end()));
-    outer_ = x[0];
+  BatchNormKernel(KernelInit& init, const BatchNormParams& p)
+      : epsilon_(p.epsilon), channels_(p.channels), inner_(p.inner), outer_(p.outer) {
     const bool constant = init.values[1] && init.values[2] && init.values[3] && init.values[4];
     if (constant) {
       folded_.resize(2 * channels_);
@@ -67,21 +65,9 @@ class BatchNormKernel final : public Kernel {
 std::unique_ptr<Kernel> make_batch_norm(KernelInit& init, std::string* why_not) {
   for (size_t i = 0; i < 5; ++i)
     if (!(*why_not = float32_only(init, i)).empty()) return nullptr;
-  const auto& at = init.node.attributes;
-  if (at.get_int_or("training_mode", 0) != 0) {
-    *why_not = "training_mode=1 is not supported (inference only)";
-    return nullptr;
-  }
-  if (init.opset < 9 && at.get_int_or("spatial", 1) == 0) {
-    *why_not = "spatial=0 (per-activation statistics) is not supported";
-    return nullptr;
-  }
-  for (size_t i = 1; i < init.node.outputs.size(); ++i)
-    if (!init.node.outputs[i].empty()) {
-      *why_not = "only output Y is supported (the other outputs exist in training only)";
-      return nullptr;
-    }
-  return std::make_unique<BatchNormKernel>(init, at.get_float_or("epsilon", 1e-5f));
+  BatchNormParams p;
+  if (!batch_norm_params(init, &p, why_not)) return nullptr;
+  return std::make_unique<BatchNormKernel>(init, p);
 }
 
 }  // namespace

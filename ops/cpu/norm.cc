@@ -1,6 +1,7 @@
 // CPU kernels for InstanceNormalization, GroupNormalization, MeanVarianceNormalization
 // and LpNormalization.
 #include "ops/cpu/parallel.h"
+#include "ops/norm_params.h"
 #include "ops/registry.h"
 
 #include <algorithm>
@@ -79,41 +80,29 @@ class GroupNormKernel final : public Kernel {
   bool per_channel_;
 };
 
-std::unique_ptr<Kernel> make_group_norm_kernel(const KernelInit& init, int64_t groups,
-                                               bool per_channel, std::string* why_not) {
-  const Shape& x = init.inputs[0].shape;
-  int64_t spatial = 1;
-  for (size_t d = 2; d < x.size(); ++d) spatial *= x[d];
-  const float epsilon = init.node.attributes.get_float_or("epsilon", 1e-5f);
+std::unique_ptr<Kernel> make_group_norm_kernel(const KernelInit& init, const GroupNormParams& p,
+                                               std::string* why_not) {
   for (size_t i = 1; i < 3; ++i)
     if (init.inputs[i].dtype != init.inputs[0].dtype) init.fail("scale and bias must have the dtype of X");
-  const int64_t n = x[0], c = x[1];
   switch (init.inputs[0].dtype) {
     case DType::Float32:
-      return std::make_unique<GroupNormKernel<float>>(n, c, groups, spatial, epsilon, per_channel);
+      return std::make_unique<GroupNormKernel<float>>(p.batch, p.channels, p.groups, p.spatial, p.epsilon,
+                                                      p.per_channel);
     case DType::Float64:
-      return std::make_unique<GroupNormKernel<double>>(n, c, groups, spatial, epsilon, per_channel);
+      return std::make_unique<GroupNormKernel<double>>(p.batch, p.channels, p.groups, p.spatial, p.epsilon,
+                                                       p.per_channel);
     default: *why_not = unsupported(init.inputs[0].dtype); return nullptr;
   }
 }
 
 std::unique_ptr<Kernel> make_instance_norm(KernelInit& init, std::string* why_not) {
-  const Shape& x = init.inputs[0].shape;
-  if (x.size() < 3) init.fail("X must have rank >= 3");
-  return make_group_norm_kernel(init, x[1], true, why_not);
+  return make_group_norm_kernel(init, instance_norm_params(init), why_not);
 }
 
 std::unique_ptr<Kernel> make_group_norm(KernelInit& init, std::string* why_not) {
-  const Shape& x = init.inputs[0].shape;
-  const int64_t groups = init.node.attributes.get_int("num_groups");
-  if (x.size() < 2 || groups <= 0 || x[1] % groups != 0)
-    init.fail("num_groups must divide the channel dimension of X");
-  if (init.node.attributes.get_int_or("stash_type", 1) != 1) {
-    *why_not = "only stash_type 1 (float) is supported";
-    return nullptr;
-  }
-  // Opset 18 has one scale/bias per group; opset 21 one per channel.
-  return make_group_norm_kernel(init, groups, init.opset >= 21, why_not);
+  GroupNormParams p;
+  if (!group_norm_params(init, &p, why_not)) return nullptr;
+  return make_group_norm_kernel(init, p, why_not);
 }
 
 struct Dims {

@@ -11,6 +11,7 @@
 // float16 accumulates in float32 and is rounded once, when the result is written.
 #include "ops/cpu/float16.h"
 #include "ops/cpu/parallel.h"
+#include "ops/reduce_params.h"
 #include "ops/registry.h"
 
 #include <algorithm>
@@ -283,31 +284,17 @@ class ReduceKernel final : public Kernel {
   ReducePlan plan_;
 };
 
-// Reduced dims of input 0, from the axes attribute or the plan-time axes input.
-std::vector<bool> reduced_mask(const KernelInit& init, bool axes_input) {
-  const int64_t rank = static_cast<int64_t>(init.inputs[0].shape.size());
-  std::vector<int64_t> axes;
-  if (!axes_input) {
-    axes = init.node.attributes.get_ints_or("axes", {});
-  } else if (init.inputs.size() > 1 && init.inputs[1].present()) {
-    const Tensor* t = init.values[1];
-    if (!t) init.fail("axes must be known at plan time (a constant)");
-    if (t->dtype() != DType::Int64) init.fail("axes must be int64");
-    axes.assign(t->data_as<int64_t>(), t->data_as<int64_t>() + t->numel());
-  }
-  const bool noop = init.node.attributes.get_int_or("noop_with_empty_axes", 0) != 0;
-  std::vector<bool> mask(rank, axes.empty() && !noop);
-  for (int64_t a : axes) {
-    if (a < -rank || a >= rank) init.fail("axis " + std::to_string(a) + " is out of range");
-    mask[a < 0 ? a + rank : a] = true;
-  }
+// Reduced dims of input 0; the axes input must be a plan-time constant.
+std::vector<bool> reduced_dims(const KernelInit& init, bool axes_input) {
+  std::vector<bool> mask;
+  if (!reduced_mask(init, axes_input, &mask)) init.fail("axes must be known at plan time (a constant)");
   return mask;
 }
 
 template <class Op, bool kAxesInput, bool kFloatOnly>
 std::unique_ptr<Kernel> make_reduce(KernelInit& init, std::string* why_not) {
   ReducePlan plan;
-  if (!build_plan(init.inputs[0].shape, reduced_mask(init, kAxesInput), &plan)) {
+  if (!build_plan(init.inputs[0].shape, reduced_dims(init, kAxesInput), &plan)) {
     *why_not = "more than 16 alternating kept/reduced dimensions";
     return nullptr;
   }

@@ -2,15 +2,16 @@
 //
 // Opsets 1-12 coerce the input to 2-D at `axis` (default 1) and normalize each row of
 // prod(dims[axis:]) elements; opset 13+ normalizes along the single dimension `axis`
-// (default -1). Both become [outer, n, inner] at plan time: rows are contiguous when
-// inner == 1 (the attention-scores hot path), otherwise columns are processed in
-// chunks so the inner loops stay contiguous.
+// (default -1). Both become [outer, n, inner] at plan time (ops/softmax_params.h):
+// rows are contiguous when inner == 1 (the attention-scores hot path), otherwise
+// columns are processed in chunks so the inner loops stay contiguous.
 //
 // float16 runs the float32 kernel in the workspace: the input widened there, the
 // result rounded once into the float16 output.
 #include "ops/cpu/half_convert.h"
 #include "ops/cpu/parallel.h"
 #include "ops/registry.h"
+#include "ops/softmax_params.h"
 
 #include <algorithm>
 #include <bit>
@@ -220,21 +221,7 @@ class Float16SoftmaxKernel final : public Kernel {
 
 template <Mode kMode>
 std::unique_ptr<Kernel> make_softmax(KernelInit& init, std::string* why_not) {
-  const Shape& shape = init.inputs[0].shape;
-  const int64_t rank = static_cast<int64_t>(shape.size());
-  const bool coerced = init.opset < 13;
-  int64_t axis = init.node.attributes.get_int_or("axis", coerced ? 1 : -1);
-  if (axis < -rank || axis > (coerced ? rank : rank - 1))
-    init.fail("axis " + std::to_string(axis) + " is out of range");
-  if (axis < 0) axis += rank;
-  auto product = [&](int64_t from, int64_t to) {
-    int64_t p = 1;
-    for (int64_t d = from; d < to; ++d) p *= shape[d];
-    return p;
-  };
-  const int64_t outer = product(0, axis);
-  const int64_t n = coerced ? product(axis, rank) : shape[axis];
-  const int64_t inner = coerced ? 1 : product(axis + 1, rank);
+  const auto [outer, n, inner] = softmax_shape(init);
   switch (init.inputs[0].dtype) {
     case DType::Float32: return std::make_unique<SoftmaxKernel<float, kMode>>(outer, n, inner);
     case DType::Float64: return std::make_unique<SoftmaxKernel<double, kMode>>(outer, n, inner);

@@ -4,6 +4,7 @@
 // order is a valid answer there too.
 #include "ops/cpu/parallel.h"
 #include "ops/registry.h"
+#include "ops/topk_params.h"
 
 #include <algorithm>
 
@@ -67,24 +68,13 @@ std::unique_ptr<Kernel> make_typed(KernelInit& init, bool largest, int64_t outer
 }
 
 std::unique_ptr<Kernel> make_topk(KernelInit& init, std::string* why_not) {
-  const Shape& x = init.inputs[0].shape;
-  const int64_t rank = static_cast<int64_t>(x.size());
-  int64_t axis = init.node.attributes.get_int_or("axis", -1);
-  if (axis < -rank || axis >= rank) init.fail("axis " + std::to_string(axis) + " is out of range");
-  if (axis < 0) axis += rank;
-  // K comes from the inferred output shape, which the schema took from the attribute
-  // (opset < 10) or the plan-time K input.
-  const int64_t k = init.outputs[0].shape[axis];
-  int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < axis; ++d) outer *= x[d];
-  for (int64_t d = axis + 1; d < rank; ++d) inner *= x[d];
-  const bool largest = init.node.attributes.get_int_or("largest", 1) != 0;
+  const TopKParams p = topk_params(init);
   switch (init.inputs[0].dtype) {
-    case DType::Float32: return make_typed<float>(init, largest, outer, x[axis], inner, k);
-    case DType::Float64: return make_typed<double>(init, largest, outer, x[axis], inner, k);
-    case DType::Int32: return make_typed<int32_t>(init, largest, outer, x[axis], inner, k);
-    case DType::Int64: return make_typed<int64_t>(init, largest, outer, x[axis], inner, k);
-    case DType::UInt64: return make_typed<uint64_t>(init, largest, outer, x[axis], inner, k);
+    case DType::Float32: return make_typed<float>(init, p.largest, p.outer, p.n, p.inner, p.k);
+    case DType::Float64: return make_typed<double>(init, p.largest, p.outer, p.n, p.inner, p.k);
+    case DType::Int32: return make_typed<int32_t>(init, p.largest, p.outer, p.n, p.inner, p.k);
+    case DType::Int64: return make_typed<int64_t>(init, p.largest, p.outer, p.n, p.inner, p.k);
+    case DType::UInt64: return make_typed<uint64_t>(init, p.largest, p.outer, p.n, p.inner, p.k);
     default:
       *why_not = std::string(dtype_name(init.inputs[0].dtype)) + " is not supported";
       return nullptr;

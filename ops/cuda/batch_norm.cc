@@ -1,6 +1,7 @@
 // BatchNormalization in inference mode on CUDA: y = x * a[c] + b[c] with a = scale /
 // sqrt(var + eps), b = bias - mean * a, folded per run into the workspace (a C-thread
 // kernel) so that statistics need not be constants, then one pass over X.
+#include "ops/batch_norm_params.h"
 #include "ops/cuda/batch_norm_impl.h"
 #include "ops/cuda/cuda_common.h"
 #include "ops/registry.h"
@@ -39,33 +40,20 @@ std::unique_ptr<Kernel> make_batch_norm(KernelInit& init, std::string* why_not) 
                  dtype_name(init.inputs[i].dtype);
       return nullptr;
     }
-  const auto& at = init.node.attributes;
-  if (at.get_int_or("training_mode", 0) != 0) {
-    *why_not = "training_mode=1 is not supported (inference only)";
-    return nullptr;
-  }
-  if (init.opset < 9 && at.get_int_or("spatial", 1) == 0) {
-    *why_not = "spatial=0 (per-activation statistics) is not supported";
-    return nullptr;
-  }
-  for (size_t i = 1; i < init.node.outputs.size(); ++i)
-    if (!init.node.outputs[i].empty()) {
-      *why_not = "only output Y is supported (the other outputs exist in training only)";
-      return nullptr;
-    }
+  BatchNormParams p;
+  if (!batch_norm_params(init, &p, why_not)) return nullptr;
   if (init.inputs[1].dtype != init.inputs[2].dtype || init.inputs[3].dtype != init.inputs[4].dtype) {
     *why_not = "scale and B, or mean and var, differ in type";
     return nullptr;
   }
-  const Shape& x = init.inputs[0].shape;
   cuda::BatchNormArgs a;
   a.x_half = init.inputs[0].dtype == DType::Float16;
   a.scale_bias_half = init.inputs[1].dtype == DType::Float16;
   a.stats_half = init.inputs[3].dtype == DType::Float16;
-  a.epsilon = at.get_float_or("epsilon", 1e-5f);
-  a.outer = x[0];
-  a.channels = x[1];
-  a.inner = shape_numel(Shape(x.begin() + 2, x.end()));
+  a.epsilon = p.epsilon;
+  a.outer = p.outer;
+  a.channels = p.channels;
+  a.inner = p.inner;
   init.workspace_bytes = 2 * static_cast<size_t>(a.channels) * sizeof(float);
   return std::make_unique<BatchNormKernel>(a);
 }

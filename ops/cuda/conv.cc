@@ -32,7 +32,6 @@ class ConvKernel final : public Kernel {
     const Shape& x = init.inputs[0].shape;
     const Shape& w = init.inputs[1].shape;
     const int64_t group = init.node.attributes.get_int_or("group", 1);
-    const size_t sd = x.size() - 2;
     half_ = t == DType::Float16;
     esize_ = half_ ? 2 : 4;
     const Shape& y = init.outputs[0].shape;  // make_conv checked it is the convolution's
@@ -46,41 +45,13 @@ class ConvKernel final : public Kernel {
     pad_ = padding.copy;
     pad_args_ = padding.copy_args;
     Shape xpad = padding.padded_x;
-    std::vector<int> pads(sd), strides(sd), dilations(sd);
-    for (size_t i = 0; i < sd; ++i) {
-      if (padding.symmetric[i] > INT32_MAX || g.strides[i] > INT32_MAX || g.dilations[i] > INT32_MAX) {
-        *why_not = "pads, strides or dilations beyond cuDNN's int range";
-        return false;
-      }
-      pads[i] = static_cast<int>(padding.symmetric[i]);
-      strides[i] = static_cast<int>(g.strides[i]);
-      dilations[i] = static_cast<int>(g.dilations[i]);
-    }
     Shape wd = w, yd = y;
-    if (sd == 1) {  // 1-D as 2-D with height 1
-      xpad.insert(xpad.begin() + 2, 1);
-      wd.insert(wd.begin() + 2, 1);
-      yd.insert(yd.begin() + 2, 1);
-      pads.insert(pads.begin(), 0);
-      strides.insert(strides.begin(), 1);
-      dilations.insert(dilations.begin(), 1);
-    }
-    if (!cuda::fits_cudnn(xpad) || !cuda::fits_cudnn(wd) || !cuda::fits_cudnn(yd) || group > INT32_MAX) {
-      *why_not = "a tensor of more than 2^31 elements (cuDNN's legacy API counts in int)";
+    if (!cuda::set_conv_desc(conv_desc_, half_, group, padding.symmetric, g.strides, g.dilations, &xpad, &wd, &yd,
+                             why_not))
       return false;
-    }
-
     cuda::set_packed(x_desc_, t, xpad);
     cuda::set_filter(w_desc_, t, wd);
     cuda::set_packed(y_desc_, t, yd);
-    const int nsd = static_cast<int>(pads.size());
-    check(cudnnSetConvolutionNdDescriptor(conv_desc_.get(), nsd, pads.data(), strides.data(), dilations.data(),
-                                          CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
-          "cudnnSetConvolutionNdDescriptor");
-    check(cudnnSetConvolutionGroupCount(conv_desc_.get(), static_cast<int>(group)), "cudnnSetConvolutionGroupCount");
-    // No TF32 for float32; tensor cores (float accumulation) for float16.
-    check(cudnnSetConvolutionMathType(conv_desc_.get(), half_ ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH),
-          "cudnnSetConvolutionMathType");
     std::vector<int> out(yd.size());
     check(cudnnGetConvolutionNdForwardOutputDim(conv_desc_.get(), x_desc_.get(), w_desc_.get(),
                                                 static_cast<int>(out.size()), out.data()),
@@ -219,22 +190,8 @@ class ConvKernel final : public Kernel {
 };
 
 std::unique_ptr<Kernel> make_conv(KernelInit& init, std::string* why_not) {
-  const DType t = init.inputs[0].dtype;
-  if (t != DType::Float32 && t != DType::Float16) {
-    *why_not = std::string("Conv on CUDA takes float32 and float16, got ") + dtype_name(t);
-    return nullptr;
-  }
-  for (size_t i = 1; i < init.inputs.size(); ++i)
-    if (init.inputs[i].present() && init.inputs[i].dtype != t) {
-      *why_not = "input " + std::to_string(i) + " is " + dtype_name(init.inputs[i].dtype) + ", X is " +
-                 dtype_name(t) + " (mixed types are not supported on CUDA)";
-      return nullptr;
-    }
+  if (!cuda::conv_inputs_supported(init, "Conv", "convolutions", why_not)) return nullptr;
   const Shape& x = init.inputs[0].shape;
-  if (x.size() < 3 || x.size() > 5) {
-    *why_not = "cuDNN convolutions here have 1 to 3 spatial dims, X is " + shape_to_string(x);
-    return nullptr;
-  }
   cuda::Activation act;
   if (!cuda::parse_activation(init, &act, why_not)) return nullptr;
   const WindowGeometry g =

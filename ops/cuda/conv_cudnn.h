@@ -1,5 +1,6 @@
 // cuDNN plumbing shared by the CUDA Conv and ConvTranspose kernels: descriptors that
-// destroy themselves, and the tensor/filter descriptors of ember's NCHW tensors.
+// destroy themselves, the tensor/filter descriptors of ember's NCHW tensors, the
+// convolution descriptor and the dtype/rank checks both kernels make.
 #pragma once
 
 #include "ops/cuda/cuda_common.h"
@@ -81,5 +82,21 @@ inline void* scratch_start(void* workspace) {
   const uintptr_t p = reinterpret_cast<uintptr_t>(workspace);
   return reinterpret_cast<void*>((p + 255) / 256 * 256);
 }
+
+// Declines (false, with the reason) what the cuDNN Conv and ConvTranspose kernels do
+// not take: X not float32/float16, W/B/Z of another dtype than X, or other than 1 to
+// 3 spatial dims. `op` and `what` name the kernel in the reasons ("Conv",
+// "convolutions").
+bool conv_inputs_supported(const KernelInit& init, const char* op, const char* what, std::string* why_not);
+
+// The cuDNN convolution of Conv (forward) and ConvTranspose (its data gradient):
+// converts pads, strides and dilations to cuDNN's int, runs 1-D as 2-D with a unit
+// height (inserting that dim into `input`, `filter` and `output`), checks that every
+// tensor fits cuDNN's int, and sets `desc` (cross-correlation, float compute, `group`,
+// FMA math for float32 so no TF32, tensor-op math for float16). False with the reason
+// when a value is beyond cuDNN's int range.
+bool set_conv_desc(const ConvDesc& desc, bool half, int64_t group, const std::vector<int64_t>& pads,
+                   const Shape& strides, const Shape& dilations, Shape* input, Shape* filter, Shape* output,
+                   std::string* why_not);
 
 }  // namespace ember::cuda

@@ -32,7 +32,6 @@ class ConvTransposeKernel final : public Kernel {
     const Shape& y = init.outputs[0].shape;
     const WindowGeometry& g = t.window;
     const int64_t group = init.node.attributes.get_int_or("group", 1);
-    const size_t sd = x.size() - 2;
     half_ = dtype == DType::Float16;
     esize_ = half_ ? 2 : 4;
     has_bias_ = init.inputs.size() > 2 && init.inputs[2].present();
@@ -42,38 +41,12 @@ class ConvTransposeKernel final : public Kernel {
     direct_ = geometry.direct;
     crop_ = geometry.crop;
     const Shape& full = geometry.full;  // what cuDNN writes
-    std::vector<int> pads(sd), strides(sd), dilations(sd);
-    for (size_t i = 0; i < sd; ++i) {
-      if (geometry.pads[i] > INT32_MAX || g.strides[i] > INT32_MAX || g.dilations[i] > INT32_MAX) {
-        *why_not = "pads, strides or dilations beyond cuDNN's int range";
-        return false;
-      }
-      pads[i] = static_cast<int>(geometry.pads[i]);
-      strides[i] = static_cast<int>(g.strides[i]);
-      dilations[i] = static_cast<int>(g.dilations[i]);
-    }
     Shape xd = x, wd = w, fd = full;
-    if (sd == 1) {
-      xd.insert(xd.begin() + 2, 1);
-      wd.insert(wd.begin() + 2, 1);
-      fd.insert(fd.begin() + 2, 1);
-      pads.insert(pads.begin(), 0);
-      strides.insert(strides.begin(), 1);
-      dilations.insert(dilations.begin(), 1);
-    }
-    if (!cuda::fits_cudnn(xd) || !cuda::fits_cudnn(wd) || !cuda::fits_cudnn(fd) || group > INT32_MAX) {
-      *why_not = "a tensor of more than 2^31 elements (cuDNN's legacy API counts in int)";
+    if (!cuda::set_conv_desc(conv_desc_, half_, group, geometry.pads, g.strides, g.dilations, &xd, &wd, &fd, why_not))
       return false;
-    }
     cuda::set_packed(dy_desc_, dtype, xd);
     cuda::set_filter(w_desc_, dtype, wd);
     cuda::set_packed(dx_desc_, dtype, fd);
-    check(cudnnSetConvolutionNdDescriptor(conv_desc_.get(), static_cast<int>(pads.size()), pads.data(), strides.data(),
-                                          dilations.data(), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
-          "cudnnSetConvolutionNdDescriptor");
-    check(cudnnSetConvolutionGroupCount(conv_desc_.get(), static_cast<int>(group)), "cudnnSetConvolutionGroupCount");
-    check(cudnnSetConvolutionMathType(conv_desc_.get(), half_ ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH),
-          "cudnnSetConvolutionMathType");
     // The forward convolution of `full` must give back X's shape exactly (its output
     // channels are the filter's K = C_in).
     std::vector<int> out(fd.size());
@@ -166,22 +139,8 @@ class ConvTransposeKernel final : public Kernel {
 };
 
 std::unique_ptr<Kernel> make_conv_transpose(KernelInit& init, std::string* why_not) {
-  const DType t = init.inputs[0].dtype;
-  if (t != DType::Float32 && t != DType::Float16) {
-    *why_not = std::string("ConvTranspose on CUDA takes float32 and float16, got ") + dtype_name(t);
-    return nullptr;
-  }
-  for (size_t i = 1; i < init.inputs.size(); ++i)
-    if (init.inputs[i].present() && init.inputs[i].dtype != t) {
-      *why_not = "input " + std::to_string(i) + " is " + dtype_name(init.inputs[i].dtype) + ", X is " +
-                 dtype_name(t) + " (mixed types are not supported on CUDA)";
-      return nullptr;
-    }
+  if (!cuda::conv_inputs_supported(init, "ConvTranspose", "transposed convolutions", why_not)) return nullptr;
   const Shape& x = init.inputs[0].shape;
-  if (x.size() < 3 || x.size() > 5) {
-    *why_not = "cuDNN transposed convolutions here have 1 to 3 spatial dims, X is " + shape_to_string(x);
-    return nullptr;
-  }
   if (shape_numel(x) == 0 || shape_numel(init.outputs[0].shape) == 0) {
     *why_not = "an empty input or output";
     return nullptr;

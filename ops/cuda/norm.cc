@@ -4,6 +4,7 @@
 // (ops/cpu/layer_norm.cc, rms_norm.cc, norm.cc). norm_impl.h has the kernels.
 #include "ops/cuda/cuda_common.h"
 #include "ops/cuda/norm_impl.h"
+#include "ops/norm_params.h"
 #include "ops/registry.h"
 
 namespace ember {
@@ -121,7 +122,7 @@ class GroupNormKernel final : public Kernel {
   cuda::GroupNormArgs args_;
 };
 
-std::unique_ptr<Kernel> make_group_norm_kernel(const KernelInit& init, int64_t groups, bool per_channel,
+std::unique_ptr<Kernel> make_group_norm_kernel(const KernelInit& init, const GroupNormParams& p,
                                                std::string* why_not) {
   const DType dtype = init.inputs[0].dtype;
   if (!is_float(dtype)) {
@@ -129,36 +130,25 @@ std::unique_ptr<Kernel> make_group_norm_kernel(const KernelInit& init, int64_t g
     return nullptr;
   }
   if (!same_dtypes(init, 3, why_not)) return nullptr;
-  const Shape& x = init.inputs[0].shape;
   cuda::GroupNormArgs a;
   a.half = dtype == DType::Float16;
-  a.per_channel = per_channel;
-  a.epsilon = init.node.attributes.get_float_or("epsilon", 1e-5f);
-  a.batch = x[0];
-  a.channels = x[1];
-  a.groups = groups;
-  a.spatial = 1;
-  for (size_t d = 2; d < x.size(); ++d) a.spatial *= x[d];
+  a.per_channel = p.per_channel;
+  a.epsilon = p.epsilon;
+  a.batch = p.batch;
+  a.channels = p.channels;
+  a.groups = p.groups;
+  a.spatial = p.spatial;
   return std::make_unique<GroupNormKernel>(a);
 }
 
 std::unique_ptr<Kernel> make_instance_norm(KernelInit& init, std::string* why_not) {
-  const Shape& x = init.inputs[0].shape;
-  if (x.size() < 3) init.fail("X must have rank >= 3");
-  return make_group_norm_kernel(init, x[1], true, why_not);
+  return make_group_norm_kernel(init, instance_norm_params(init), why_not);
 }
 
 std::unique_ptr<Kernel> make_group_norm(KernelInit& init, std::string* why_not) {
-  const Shape& x = init.inputs[0].shape;
-  const int64_t groups = init.node.attributes.get_int("num_groups");
-  if (x.size() < 2 || groups <= 0 || x[1] % groups != 0)
-    init.fail("num_groups must divide the channel dimension of X");
-  if (init.node.attributes.get_int_or("stash_type", 1) != 1) {
-    *why_not = "only stash_type 1 (float) is supported";
-    return nullptr;
-  }
-  // Opset 18 has one scale/bias per group; opset 21 one per channel.
-  return make_group_norm_kernel(init, groups, init.opset >= 21, why_not);
+  GroupNormParams p;
+  if (!group_norm_params(init, &p, why_not)) return nullptr;
+  return make_group_norm_kernel(init, p, why_not);
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
 #include "ops/cuda/cuda_math.cuh"
+#include "ops/cuda/launch_grid.h"
 #include "ops/cuda/norm_impl.h"
 
 namespace ember::cuda {
@@ -6,12 +7,6 @@ namespace ember::cuda {
 namespace {
 
 constexpr unsigned kWarpBlock = 128;  // warp kernel: 4 warps, one row each at a time
-constexpr int64_t kMaxGrid = 65535 * 8;
-
-unsigned grid_for(int64_t items, int64_t per_block) {
-  const int64_t blocks = (items + per_block - 1) / per_block;
-  return static_cast<unsigned>(blocks < 1 ? 1 : blocks > kMaxGrid ? kMaxGrid : blocks);
-}
 
 template <class T> __device__ __forceinline__ float param(const void* p, int64_t i) {
   return to_float(static_cast<const T*>(p)[i]);

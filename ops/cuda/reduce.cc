@@ -8,6 +8,7 @@
 #include "ops/cuda/cuda_common.h"
 #include "ops/cuda/reduce_impl.h"
 #include "ops/cuda/reduce_plan.h"
+#include "ops/reduce_params.h"
 #include "ops/registry.h"
 
 namespace ember {
@@ -48,31 +49,6 @@ class ReduceKernel final : public Kernel {
   cuda::ReduceArgs args_;
 };
 
-// Reduced dims of input 0, from the axes attribute or the plan-time axes input; false
-// (with the reason) when the axes input is not known at plan time.
-bool reduced_mask(const KernelInit& init, bool axes_input, std::vector<bool>* mask, std::string* why_not) {
-  const int64_t rank = static_cast<int64_t>(init.inputs[0].shape.size());
-  std::vector<int64_t> axes;
-  if (!axes_input) {
-    axes = init.node.attributes.get_ints_or("axes", {});
-  } else if (init.inputs.size() > 1 && init.inputs[1].present()) {
-    const Tensor* t = init.values[1];
-    if (!t) {
-      *why_not = "axes (input 1) is not a plan-time constant";
-      return false;
-    }
-    if (t->dtype() != DType::Int64) init.fail("axes must be int64");
-    axes.assign(t->data_as<int64_t>(), t->data_as<int64_t>() + t->numel());
-  }
-  const bool noop = init.node.attributes.get_int_or("noop_with_empty_axes", 0) != 0;
-  mask->assign(rank, axes.empty() && !noop);
-  for (int64_t a : axes) {
-    if (a < -rank || a >= rank) init.fail("axis " + std::to_string(a) + " is out of range");
-    (*mask)[a < 0 ? a + rank : a] = true;
-  }
-  return true;
-}
-
 template <ReduceOp kOp, bool kAxesInput>
 std::unique_ptr<Kernel> make_reduce(KernelInit& init, std::string* why_not) {
   constexpr bool kIntegers = kOp == ReduceOp::Sum || kOp == ReduceOp::Max || kOp == ReduceOp::Min;
@@ -93,7 +69,10 @@ std::unique_ptr<Kernel> make_reduce(KernelInit& init, std::string* why_not) {
     return nullptr;
   }
   std::vector<bool> mask;
-  if (!reduced_mask(init, kAxesInput, &mask, why_not)) return nullptr;
+  if (!reduced_mask(init, kAxesInput, &mask)) {
+    *why_not = "axes (input 1) is not a plan-time constant";
+    return nullptr;
+  }
   if (!cuda::plan_reduce(init.inputs[0].shape, mask, &a.layout)) {
     *why_not = "more than " + std::to_string(cuda::kReduceMaxDims) + " kept or reduced runs of dimensions";
     return nullptr;

@@ -1,5 +1,7 @@
 #include "ops/cuda/cuda_math.cuh"
+#include "ops/cuda/launch_grid.h"
 #include "ops/cuda/reduce_arg_impl.h"
+#include "ops/cuda/reduce_device.cuh"
 
 #include <cstdint>
 #include <type_traits>
@@ -9,19 +11,6 @@ namespace ember::cuda {
 namespace {
 
 constexpr unsigned kThreads = 256;
-constexpr int64_t kMaxGrid = 65535 * 8;
-
-unsigned grid_for(int64_t items, int64_t per_block) {
-  const int64_t blocks = (items + per_block - 1) / per_block;
-  return static_cast<unsigned>(blocks < 1 ? 1 : blocks > kMaxGrid ? kMaxGrid : blocks);
-}
-
-template <class T> using Value = std::conditional_t<std::is_integral_v<T>, long long, float>;
-
-template <class V, class T> __device__ __forceinline__ V load(T v) {
-  if constexpr (std::is_integral_v<T>) return static_cast<V>(v);
-  else return to_float(v);  // exact for half, so ties stay ties
-}
 
 template <bool kMax, bool kLast, class V>
 __device__ __forceinline__ void warp_best(V& v, long long& i) {
@@ -38,7 +27,7 @@ __device__ __forceinline__ void warp_best(V& v, long long& i) {
 template <class T, bool kMax, bool kLast, int kGroup>
 __global__ void arg_reduce_kernel(const T* __restrict__ x, int64_t* __restrict__ y, int64_t outer, int64_t n,
                                   int64_t inner) {
-  using V = Value<T>;
+  using V = Acc<T>;
   __shared__ V scratch_v[32];
   __shared__ long long scratch_i[32];
   const int64_t group = kGroup == 0 ? blockDim.x : kGroup;
@@ -50,7 +39,7 @@ __global__ void arg_reduce_kernel(const T* __restrict__ x, int64_t* __restrict__
     const T* in = x + q * n * inner + (o - q * inner);
     V best = V(0);
     long long at = -1;
-    for (int64_t j = rank; j < n; j += group) arg_take_better<kMax, kLast>(best, at, load<V>(in[j * inner]), j);
+    for (int64_t j = rank; j < n; j += group) arg_take_better<kMax, kLast>(best, at, to_acc<V>(in[j * inner]), j);
     if constexpr (kGroup != 1) warp_best<kMax, kLast>(best, at);
     if constexpr (kGroup == 0) {
       const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;

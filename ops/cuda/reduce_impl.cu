@@ -1,4 +1,6 @@
 #include "ops/cuda/cuda_math.cuh"
+#include "ops/cuda/launch_grid.h"
+#include "ops/cuda/reduce_device.cuh"
 #include "ops/cuda/reduce_impl.h"
 
 #include <cstdint>
@@ -10,21 +12,6 @@ namespace ember::cuda {
 namespace {
 
 constexpr unsigned kThreads = 256;
-constexpr int64_t kMaxGrid = 65535 * 8;
-
-unsigned grid_for(int64_t items, int64_t per_block) {
-  const int64_t blocks = (items + per_block - 1) / per_block;
-  return static_cast<unsigned>(blocks < 1 ? 1 : blocks > kMaxGrid ? kMaxGrid : blocks);
-}
-
-// Accumulate in float for float/half, in 64-bit integers for integers (which wraps
-// like the CPU's int64 accumulator before the cast back to T).
-template <class T> using Acc = std::conditional_t<std::is_integral_v<T>, long long, float>;
-
-template <class A, class T> __device__ __forceinline__ A to_acc(T v) {
-  if constexpr (std::is_integral_v<T>) return static_cast<A>(v);
-  else return to_float(v);
-}
 
 // The second pass of LogSumExp: sum of exp(x - shift), shift being the first pass's max.
 constexpr ReduceOp kExpSum = static_cast<ReduceOp>(100);

@@ -2,10 +2,11 @@
 //
 // Opsets 1-12 coerce the input to 2-D at `axis` (default 1) and normalize each row of
 // prod(dims[axis:]) elements; opset 13+ normalizes along the one dimension `axis`
-// (default -1). Both become [outer, n, inner] here, at plan time, as on the CPU
-// (ops/cpu/softmax.cc); softmax_impl.h says which kernel takes which shape.
+// (default -1). Both become [outer, n, inner] at plan time by ops/softmax_params.h,
+// as on the CPU; softmax_impl.h says which kernel takes which shape.
 #include "ops/cuda/cuda_common.h"
 #include "ops/cuda/softmax_impl.h"
+#include "ops/softmax_params.h"
 #include "ops/registry.h"
 
 namespace ember {
@@ -35,24 +36,13 @@ std::unique_ptr<Kernel> make_softmax(KernelInit& init, std::string* why_not) {
     *why_not = std::string(dtype_name(dtype)) + " is not supported on CUDA (float32 and float16 are)";
     return nullptr;
   }
-  const Shape& shape = init.inputs[0].shape;
-  const int64_t rank = static_cast<int64_t>(shape.size());
-  const bool coerced = init.opset < 13;
-  int64_t axis = init.node.attributes.get_int_or("axis", coerced ? 1 : -1);
-  if (axis < -rank || axis > (coerced ? rank : rank - 1))
-    init.fail("axis " + std::to_string(axis) + " is out of range");
-  if (axis < 0) axis += rank;
-  auto product = [&](int64_t from, int64_t to) {
-    int64_t p = 1;
-    for (int64_t d = from; d < to; ++d) p *= shape[d];
-    return p;
-  };
+  const SoftmaxShape s = softmax_shape(init);
   cuda::SoftmaxArgs a;
   a.half = dtype == DType::Float16;
   a.log = kLog;
-  a.outer = product(0, axis);
-  a.n = coerced ? product(axis, rank) : shape[axis];
-  a.inner = coerced ? 1 : product(axis + 1, rank);
+  a.outer = s.outer;
+  a.n = s.n;
+  a.inner = s.inner;
   return std::make_unique<SoftmaxKernel>(a);
 }
 

@@ -1,4 +1,5 @@
 #include "ops/cuda/cuda_math.cuh"
+#include "ops/cuda/launch_grid.h"
 #include "ops/cuda/softmax_impl.h"
 
 namespace ember::cuda {
@@ -6,12 +7,6 @@ namespace ember::cuda {
 namespace {
 
 constexpr unsigned kWarpBlock = 128;  // warp kernel: 4 warps, 4 rows at a time per block
-constexpr int64_t kMaxGrid = 65535 * 8;
-
-unsigned grid_for(int64_t items, int64_t per_block) {
-  const int64_t blocks = (items + per_block - 1) / per_block;
-  return static_cast<unsigned>(blocks < 1 ? 1 : blocks > kMaxGrid ? kMaxGrid : blocks);
-}
 
 // One warp per row of n <= 32 * kPerLane elements; lane l holds elements l, l + 32, ...
 template <class T, bool kLog, int kPerLane>

@@ -7,6 +7,7 @@
 #include "ops/cuda/cuda_common.h"
 #include "ops/cuda/topk_impl.h"
 #include "ops/registry.h"
+#include "ops/topk_params.h"
 
 #include <limits>
 #include <utility>
@@ -63,19 +64,8 @@ std::unique_ptr<Kernel> make_topk(KernelInit& init, std::string* why_not) {
     *why_not = "TopK on CUDA needs both outputs (Values and Indices)";
     return nullptr;
   }
-  const Shape& x = init.inputs[0].shape;
-  const int64_t rank = static_cast<int64_t>(x.size());
-  int64_t axis = init.node.attributes.get_int_or("axis", -1);
-  if (axis < -rank || axis >= rank) init.fail("axis " + std::to_string(axis) + " is out of range");
-  if (axis < 0) axis += rank;
-  // K as the schema inferred it: from the attribute (opset < 10) or the K input.
-  const int64_t k = init.outputs[0].shape[axis];
-  const int64_t n = x[axis];
-  int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < axis; ++d) outer *= x[d];
-  for (int64_t d = axis + 1; d < rank; ++d) inner *= x[d];
+  const auto [outer, n, inner, k, largest] = topk_params(init);
   const int64_t rows = outer * inner;
-  const bool largest = init.node.attributes.get_int_or("largest", 1) != 0;
 
   if (n > std::numeric_limits<int32_t>::max()) {
     *why_not = "TopK on CUDA takes axes of at most 2^31 - 1 elements, got " + std::to_string(n);

@@ -1,5 +1,6 @@
 // MatMul, FusedMatMul, Gemm and FusedGemm against plain triple loops.
 #include "test_conv_util.h"
+#include "tests/ops/matmul_reference.h"
 
 namespace ember::test {
 namespace {
@@ -7,39 +8,10 @@ namespace {
 // Tolerance: float32 dot products of at most ~100 terms in another order.
 constexpr float kRtol = 1e-4f, kAtol = 1e-5f;
 
-// numpy.matmul by loops: promotes 1-D operands, broadcasts batch dims.
+// numpy.matmul by loops (tests/ops/matmul_reference.h), rounded to float.
 std::vector<float> reference_matmul(const Tensor& ta, const Tensor& tb) {
-  Shape a = ta.shape(), b = tb.shape();
-  if (a.size() == 1) a.insert(a.begin(), 1);
-  if (b.size() == 1) b.push_back(1);
-  const size_t rank = std::max(a.size(), b.size());
-  a.insert(a.begin(), rank - a.size(), 1);
-  b.insert(b.begin(), rank - b.size(), 1);
-  const int64_t m = a[rank - 2], k = a[rank - 1], n = b[rank - 1];
-  Shape batch(rank - 2);
-  int64_t batches = 1;
-  for (size_t i = 0; i + 2 < rank; ++i) batches *= (batch[i] = std::max(a[i], b[i]));
-  std::vector<float> y;
-  for (int64_t bi = 0; bi < batches; ++bi) {
-    // Offsets of this batch in A and B (a broadcast dim contributes 0).
-    int64_t rest = bi, off_a = 0, off_b = 0, stride_a = m * k, stride_b = k * n;
-    for (size_t d = rank - 2; d-- > 0;) {
-      const int64_t idx = rest % batch[d];
-      rest /= batch[d];
-      off_a += (a[d] == 1 ? 0 : idx) * stride_a;
-      off_b += (b[d] == 1 ? 0 : idx) * stride_b;
-      stride_a *= a[d];
-      stride_b *= b[d];
-    }
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j) {
-        double acc = 0;
-        for (int64_t p = 0; p < k; ++p)
-          acc += double(ta.data_as<float>()[off_a + i * k + p]) * tb.data_as<float>()[off_b + p * n + j];
-        y.push_back(static_cast<float>(acc));
-      }
-  }
-  return y;
+  const std::vector<double> y = numpy_matmul(ta.shape(), tb.shape(), ta.data_as<float>(), tb.data_as<float>());
+  return std::vector<float>(y.begin(), y.end());
 }
 
 void check_matmul(const Shape& a_shape, const Shape& b_shape, const Shape& y_shape) {

@@ -2,6 +2,7 @@
 // mapping) checked without a GPU: a plain emulation of cublasLtMatmul's semantics on
 // the planned layouts must give numpy's matmul.
 #include "ops/cuda/matmul_plan.h"
+#include "tests/ops/matmul_reference.h"
 
 #include <gtest/gtest.h>
 
@@ -17,38 +18,6 @@ std::vector<float> random_values(int64_t n, uint32_t seed) {
   std::vector<float> v(static_cast<size_t>(n));
   for (float& x : v) x = dist(rng);
   return v;
-}
-
-// numpy.matmul by loops (1-D operands promoted, batch dims broadcast).
-std::vector<double> reference_matmul(Shape a, Shape b, const std::vector<float>& av, const std::vector<float>& bv) {
-  if (a.size() == 1) a.insert(a.begin(), 1);
-  if (b.size() == 1) b.push_back(1);
-  const size_t rank = std::max(a.size(), b.size());
-  a.insert(a.begin(), rank - a.size(), 1);
-  b.insert(b.begin(), rank - b.size(), 1);
-  const int64_t m = a[rank - 2], k = a[rank - 1], n = b[rank - 1];
-  Shape batch(rank - 2);
-  int64_t batches = 1;
-  for (size_t i = 0; i + 2 < rank; ++i) batches *= (batch[i] = std::max(a[i], b[i]));
-  std::vector<double> y;
-  for (int64_t bi = 0; bi < batches; ++bi) {
-    int64_t rest = bi, off_a = 0, off_b = 0, stride_a = m * k, stride_b = k * n;
-    for (size_t d = rank - 2; d-- > 0;) {
-      const int64_t idx = rest % batch[d];
-      rest /= batch[d];
-      off_a += (a[d] == 1 ? 0 : idx) * stride_a;
-      off_b += (b[d] == 1 ? 0 : idx) * stride_b;
-      stride_a *= a[d];
-      stride_b *= b[d];
-    }
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < n; ++j) {
-        double acc = 0;
-        for (int64_t p = 0; p < k; ++p) acc += double(av[off_a + i * k + p]) * bv[off_b + p * n + j];
-        y.push_back(acc);
-      }
-  }
-  return y;
 }
 
 // cublasLtMatmul as documented, column-major: D = op(A) op(B) for each call and each
@@ -99,7 +68,7 @@ void check(const Shape& a_shape, const Shape& b_shape) {
   std::string why;
   ASSERT_TRUE(matmul_batch_problem(a_shape, b_shape, &p, &why)) << why;
   const std::vector<float> a = random_values(shape_numel(a_shape), 1), b = random_values(shape_numel(b_shape), 2);
-  const std::vector<double> want = reference_matmul(a_shape, b_shape, a, b);
+  const std::vector<double> want = test::numpy_matmul(a_shape, b_shape, a.data(), b.data());
   const std::vector<double> got = emulate(p, a, b, static_cast<int64_t>(want.size()));
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-9) << "element " << i;
