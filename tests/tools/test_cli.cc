@@ -226,6 +226,24 @@ TEST_F(Cli, UsageErrorsExitWithTwo) {
   EXPECT_EQ(infer("--no-such-flag").exit_code, 2);
   EXPECT_EQ(infer("--threads -3 m.onnx").exit_code, 2);
   EXPECT_EQ(infer("--device tpu " + write_model("m.onnx")).exit_code, 1);
+  EXPECT_EQ(infer("--precision fp8 " + write_model("m.onnx")).exit_code, 2);
+}
+
+TEST_F(Cli, CudaGraphOnTheCpuIsAClearError) {
+  const auto model = write_model("m.onnx");
+  const auto x = write_input("x.npy", ember::DType::Float32, {2, 4});
+  expect_one_line_error(infer("--cuda-graph " + model + " " + x), "--cuda-graph needs --device cuda");
+}
+
+TEST_F(Cli, Fp16KeepsTheModelsInterfaceAndReportsTheConversion) {
+  const auto model = write_model("m.onnx");
+  const auto x = write_input("x.npy", ember::DType::Float32, {3, 4});
+  const Result r = infer("--precision fp16 --explain " + model + " " + x + " -o " + (dir_ / "o").string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("fp16: 1 nodes in float16"), std::string::npos) << r.out;
+  const ember::Tensor y = ember::read_npy((dir_ / "o" / "y%3Aout%2F1.npy").string());
+  EXPECT_EQ(y.dtype(), ember::DType::Float32);  // outputs stay float32
+  EXPECT_EQ(y.shape(), (ember::Shape{3, 4}));
 }
 
 TEST_F(Cli, RepeatProfileAndExplainReport) {
@@ -239,6 +257,8 @@ TEST_F(Cli, RepeatProfileAndExplainReport) {
   EXPECT_NE(r.out.find("p50"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("relu1"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("peak arena on cpu"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("nodes per device: cpu 1 (of 1)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("peak memory on cpu"), std::string::npos) << r.out;
   EXPECT_NE(slurp(trace).find("\"traceEvents\""), std::string::npos);
   EXPECT_NE(slurp(summary).find("\"p99\""), std::string::npos);
 }
