@@ -18,6 +18,8 @@
 
 #include <gtest/gtest.h>
 
+#include "graph_test_util.h"
+
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -27,12 +29,8 @@
 namespace ember {
 namespace {
 
-Tensor random_tensor(Shape shape, std::mt19937& rng, float lo = -1, float hi = 1) {
-  Tensor t(DType::Float32, std::move(shape));
-  std::uniform_real_distribution<float> d(lo, hi);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data_as<float>()[i] = d(rng);
-  return t;
-}
+using test::random_tensor;
+using test::make_node;
 
 Tensor floats(Shape shape, std::vector<float> values) {
   Tensor t(DType::Float32, std::move(shape));
@@ -44,15 +42,6 @@ Tensor int64s(Shape shape, std::vector<int64_t> values) {
   Tensor t(DType::Int64, std::move(shape));
   std::copy(values.begin(), values.end(), t.data_as<int64_t>());
   return t;
-}
-
-Node make_node(std::string op, std::vector<std::string> in, std::vector<std::string> out) {
-  Node n;
-  n.op_type = std::move(op);
-  n.name = out[0] + "_node";
-  n.inputs = std::move(in);
-  n.outputs = std::move(out);
-  return n;
 }
 
 Graph graph_with_input(const std::string& name = "x", DType dtype = DType::Float32) {

@@ -12,6 +12,8 @@
 
 #include <gtest/gtest.h>
 
+#include "graph_test_util.h"
+
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -21,32 +23,14 @@
 namespace ember {
 namespace {
 
-Tensor random_tensor(Shape shape, std::mt19937& rng, float lo = -1, float hi = 1) {
-  Tensor t(DType::Float32, std::move(shape));
-  std::uniform_real_distribution<float> d(lo, hi);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data_as<float>()[i] = d(rng);
-  return t;
-}
-
-Tensor scalar(float v) {
-  Tensor t(DType::Float32, {});
-  *t.data_as<float>() = v;
-  return t;
-}
+using test::random_tensor;
+using test::scalar;
+using test::make_node;
 
 Tensor int64s(std::vector<int64_t> v) {
   Tensor t(DType::Int64, {static_cast<int64_t>(v.size())});
   for (size_t i = 0; i < v.size(); ++i) t.data_as<int64_t>()[i] = v[i];
   return t;
-}
-
-Node make_node(std::string op, std::vector<std::string> in, std::vector<std::string> out) {
-  Node n;
-  n.op_type = std::move(op);
-  n.name = out[0] + "_node";
-  n.inputs = std::move(in);
-  n.outputs = std::move(out);
-  return n;
 }
 
 Node transpose(std::string in, std::string out, std::vector<int64_t> perm) {

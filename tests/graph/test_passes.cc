@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include "graph_test_util.h"
+
 #include <cmath>
 #include <random>
 #include <unordered_map>
@@ -14,27 +16,9 @@
 namespace ember {
 namespace {
 
-Tensor random_tensor(Shape shape, std::mt19937& rng, float lo = -1, float hi = 1) {
-  Tensor t(DType::Float32, std::move(shape));
-  std::uniform_real_distribution<float> d(lo, hi);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data_as<float>()[i] = d(rng);
-  return t;
-}
-
-Tensor scalar(float v) {
-  Tensor t(DType::Float32, {});
-  *t.data_as<float>() = v;
-  return t;
-}
-
-Node make_node(std::string op, std::vector<std::string> in, std::vector<std::string> out) {
-  Node n;
-  n.op_type = std::move(op);
-  n.name = out[0] + "_node";
-  n.inputs = std::move(in);
-  n.outputs = std::move(out);
-  return n;
-}
+using test::random_tensor;
+using test::scalar;
+using test::make_node;
 
 // Runs the graph node by node; fused nodes run their own kernels.
 std::vector<Tensor> run_reference(const Graph& g, const std::vector<Tensor>& inputs) {
