@@ -26,21 +26,28 @@ struct Staging {
   void* pinned = nullptr;
   size_t capacity = 0;
   size_t cursor = 0;
+  size_t staged = 0;  // bytes staged since the run began, across growths
 
   ~Staging() {
     if (pinned) cudaFreeHost(pinned);
   }
 
+  void begin_run() { cursor = staged = 0; }
+
   void* take(size_t bytes, cudaStream_t stream) {
     const size_t aligned = (bytes + 255) / 256 * 256;
+    staged += aligned;
     if (cursor + aligned > capacity) {
       // Copies still in flight read the old block: wait for them before replacing it.
       check(cudaStreamSynchronize(stream), "waiting for earlier uploads");
+      // Room for everything this run staged so far, so the next run like it does not grow again.
+      const size_t grown = std::max(2 * capacity, staged);
       if (pinned) cudaFreeHost(pinned);
       pinned = nullptr;
-      capacity = std::max(2 * capacity, aligned);
-      check(cudaMallocHost(&pinned, capacity), "allocating pinned staging memory");
+      capacity = 0;  // stays 0 if the allocation below fails: no later take() writes through null
       cursor = 0;
+      check(cudaMallocHost(&pinned, grown), "allocating pinned staging memory");
+      capacity = grown;
     }
     void* p = static_cast<char*>(pinned) + cursor;
     cursor += aligned;
@@ -119,7 +126,7 @@ class CudaStream final : public DeviceStream {
   void* handle() override { return context_; }
   void begin_run() override {
     check(cudaSetDevice(context_->device), "selecting the CUDA device");
-    staging_.cursor = 0;
+    staging_.begin_run();
   }
   void synchronize() override {
     const cudaError_t status = cudaStreamSynchronize(context_->stream);

@@ -167,8 +167,10 @@ void RunContext::run(const Plan& plan, std::span<const Tensor> inputs, std::span
   }
 }
 
-// Segments are recorded on first use (and when the caller's device buffers move),
-// then replayed; the steps between them run one by one.
+// Segments run once as they are (a library's first call on a stream may allocate or
+// synchronize, which a capture forbids), are recorded on their second use (and again
+// when the caller's device buffers move), then replayed; the steps between them run
+// one by one.
 void RunContext::run_with_graphs(const Plan& plan, Binding& b, int num_threads) {
   size_t next = 0;
   for (size_t s = 0; s < plan.steps.size();) {
@@ -177,6 +179,11 @@ void RunContext::run_with_graphs(const Plan& plan, Binding& b, int num_threads) 
       continue;
     }
     Segment& segment = b.segments[next++];
+    if (!segment.warmed_up) {
+      for (; s < segment.end; ++s) run_step(plan, b, s, num_threads);
+      segment.warmed_up = true;
+      continue;
+    }
     bool moved = segment.caller_pointers.size() != segment.caller_values.size();
     for (size_t k = 0; !moved && k < segment.caller_values.size(); ++k)
       moved = segment.caller_pointers[k] != b.tensors[segment.caller_values[k]].data();

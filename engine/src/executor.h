@@ -47,6 +47,7 @@ class RunContext {
     std::vector<int> caller_values;     // Input/Output values the steps touch
     std::vector<void*> caller_pointers;  // their addresses when recorded
     std::unique_ptr<CapturedSteps> graph;
+    bool warmed_up = false;  // ran once outside a capture (libraries' lazy set-up happens there)
   };
   // The plan's values as tensors over this context's arenas, and each step's
   // argument arrays, built once per plan.

@@ -56,6 +56,9 @@ struct Plan {
   std::vector<int> output_values;   // value id per graph output
   std::vector<std::pair<Device, size_t>> arena_bytes;  // per device
   std::vector<std::unique_ptr<Tensor>> folded;  // values computed at plan time
+  // Folded values a device reads, copied there for this plan alone: they depend on the
+  // input shapes, so unlike weights they cannot be shared by name across plans.
+  std::vector<std::unique_ptr<Tensor>> device_constants;
 
   // Nodes from the first one whose output shape depends on input data (NonZero, Loop,
   // a Reshape of a computed shape) onwards: the executor runs them one by one on the

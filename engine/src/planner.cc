@@ -302,7 +302,13 @@ class PlanBuilder {
     if (v.storage == Storage::Constant) {
       const Tensor* host = v.constant;
       moved = new_value(v.name, v.type, device, Storage::Constant);
-      plan_->values[moved].constant = weights_.get(v.name, *host, target);
+      auto init = graph_.initializers.find(v.name);
+      if (init != graph_.initializers.end() && &init->second == host) {
+        plan_->values[moved].constant = weights_.get(v.name, *host, target);
+      } else {  // folded from this plan's shapes: the weight cache would hand a later plan this one's
+        plan_->device_constants.push_back(std::make_unique<Tensor>(target.upload(*host, v.name)));
+        plan_->values[moved].constant = plan_->device_constants.back().get();
+      }
     } else {
       Backend& remote = device.kind == DeviceKind::Cpu ? backend_for(v.device) : target;
       moved = new_value(v.name, v.type, device, Storage::Arena);
