@@ -55,6 +55,10 @@ step() {  # step NAME COMMAND...: runs it, tees its log, records PASS/FAIL
 
 nvidia-smi -L || true
 step devices "$bin/infer" --devices
+if grep -q "no GPU available" "$work/devices.log"; then
+  echo "no usable GPU here (see above): nothing more to check" >&2
+  exit 1
+fi
 step cuda_kernels "$tests/test_ops_cuda" --gtest_brief=1
 step cuda_sessions "$tests/test_engine_cuda" --gtest_brief=1
 step models_fp32 python3 tests/models/check_models.py --infer "$bin/infer" --work "$work/models" --device cuda
