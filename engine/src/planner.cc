@@ -312,19 +312,24 @@ class PlanBuilder {
     } else {
       Backend& remote = device.kind == DeviceKind::Cpu ? backend_for(v.device) : target;
       moved = new_value(v.name, v.type, device, Storage::Arena);
-      PlannedStep step;
-      step.node_label = "copy '" + v.name + "' " + v.device.to_string() + "->" + device.to_string();
-      step.op_type = "Copy";
-      step.node_name = step.node_label;
-      step.kernel = "copy";
-      step.device = remote.device();
-      step.kernel_impl = remote.make_copy(v.device, device);
-      step.inputs = {id};
-      step.outputs = {moved};
-      plan_->steps.push_back(std::move(step));
+      add_copy("copy '" + v.name + "' " + v.device.to_string() + "->" + device.to_string(), remote, id, moved);
     }
     moved_[key] = moved;
     return moved;
+  }
+
+  // A step on `copier` copying value `from` to value `to` (their devices from the plan).
+  void add_copy(std::string label, Backend& copier, int from, int to) {
+    PlannedStep step;
+    step.node_label = std::move(label);
+    step.node_name = step.node_label;
+    step.op_type = "Copy";
+    step.kernel = "copy";
+    step.device = copier.device();
+    step.kernel_impl = copier.make_copy(plan_->values[from].device, plan_->values[to].device);
+    step.inputs = {from};
+    step.outputs = {to};
+    plan_->steps.push_back(std::move(step));
   }
 
   Backend& backend_for(Device device) const {
@@ -410,17 +415,8 @@ class PlanBuilder {
       int out = new_value(plan_->values[id].name, plan_->values[id].type, target, Storage::Output);
       plan_->values[out].io_index = static_cast<int>(i);
       Backend& copier = from.kind != DeviceKind::Cpu ? backend_for(from) : backend_for(target);
-      PlannedStep step;
-      step.node_label = "copy '" + plan_->values[id].name + "' " + from.to_string() + "->output on " +
-                        target.to_string();
-      step.node_name = step.node_label;
-      step.op_type = "Copy";
-      step.kernel = "copy";
-      step.device = copier.device();
-      step.kernel_impl = copier.make_copy(from, target);
-      step.inputs = {src};
-      step.outputs = {out};
-      plan_->steps.push_back(std::move(step));
+      add_copy("copy '" + plan_->values[id].name + "' " + from.to_string() + "->output on " + target.to_string(),
+               copier, src, out);
       plan_->output_values.push_back(out);
     }
   }

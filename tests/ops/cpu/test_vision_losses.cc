@@ -3,28 +3,16 @@
 
 #include <gtest/gtest.h>
 
+#include "test_vision_util.h"
+
 #include <cmath>
 #include <random>
 
 namespace ember {
 namespace {
 
-Tensor random_floats(const Shape& shape, float lo, float hi, unsigned seed) {
-  Tensor t(DType::Float32, shape);
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data_as<float>()[i] = dist(rng);
-  return t;
-}
-
-Node make_node(std::string op, std::vector<std::string> inputs, std::vector<std::string> outputs) {
-  Node n;
-  n.name = op;
-  n.op_type = std::move(op);
-  n.inputs = std::move(inputs);
-  n.outputs = std::move(outputs);
-  return n;
-}
+using test::make_node;
+using test::random_floats;
 
 // x [N, C, D], target [N, D] with some ignored positions; every reduction, with and
 // without weights, NLL and softmax cross-entropy.
