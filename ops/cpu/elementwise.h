@@ -175,9 +175,12 @@ void binary_map(const BroadcastPlan& p, const A* a, const B* b, Out* out, const 
     } else if (full_a) {
       const CB yv = CB(*y);
       for (int64_t i = 0; i < n; ++i) z[i] = Out(f(CA(x[i]), yv));
-    } else {
+    } else if (full_b) {
       const CA xv = CA(*x);
       for (int64_t i = 0; i < n; ++i) z[i] = Out(f(xv, CB(y[i])));
+    } else {  // both repeat along the span: out is wider than a and b (Sum's first step)
+      const Out v = Out(f(CA(*x), CB(*y)));
+      for (int64_t i = 0; i < n; ++i) z[i] = v;
     }
   });
 }

@@ -207,7 +207,6 @@ TEST(ElementwiseBinary, FloatModAndMaxFollowNumpyOnSpecialValues) {
 
 TEST(ElementwiseVariadic, SumMeanMaxMinBroadcastAllInputs) {
   std::mt19937 rng(3);
-  const std::vector<Shape> shapes = {{3, 1, 5}, {7, 5}, {}, {1, 1, 5}};
   struct Case {
     std::string op;
     DType dtype;
@@ -225,19 +224,26 @@ TEST(ElementwiseVariadic, SumMeanMaxMinBroadcastAllInputs) {
       {"Max", DType::Int64, [](const std::vector<double>& v) { return *std::max_element(v.begin(), v.end()); }},
       {"Min", DType::Float32, [](const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); }},
   };
-  for (const Case& c : variadic) {
-    std::vector<Tensor> inputs;
-    for (const Shape& s : shapes) inputs.push_back(random_tensor(c.dtype, s, -50, 50, rng));
-    for (size_t n = 1; n <= inputs.size(); ++n) {
-      std::vector<const Tensor*> ptrs;
-      Shape shape;
-      for (size_t i = 0; i < n; ++i) ptrs.push_back(&inputs[i]);
-      for (size_t i = 0; i < n; ++i) shape = broadcast(shape, inputs[i].shape());
-      const auto out = evaluate_node(make_node(c.op, n), 13, ptrs);
-      EXPECT_EQ(out[0].shape(), shape);
-      // Sums of small integers are exact in float; Mean's division rounds once more.
-      expect_close(out[0], reference(ptrs, shape, c.ref), c.op == "Mean" ? 1e-6 : 0, 1e-5,
-                   c.op + " of " + std::to_string(n) + " inputs");
+  // In the second list the first fold step writes an output wider than both its
+  // inputs, which repeat along the whole inner span.
+  const std::vector<std::vector<Shape>> shape_lists = {{{3, 1, 5}, {7, 5}, {}, {1, 1, 5}},
+                                                       {{1}, {3, 1}, {2, 1, 5}}};
+  for (const std::vector<Shape>& shapes : shape_lists) {
+    for (const Case& c : variadic) {
+      std::vector<Tensor> inputs;
+      for (const Shape& s : shapes) inputs.push_back(random_tensor(c.dtype, s, -50, 50, rng));
+      for (size_t n = 1; n <= inputs.size(); ++n) {
+        std::vector<const Tensor*> ptrs;
+        Shape shape;
+        for (size_t i = 0; i < n; ++i) ptrs.push_back(&inputs[i]);
+        for (size_t i = 0; i < n; ++i) shape = broadcast(shape, inputs[i].shape());
+        const auto out = evaluate_node(make_node(c.op, n), 13, ptrs);
+        EXPECT_EQ(out[0].shape(), shape);
+        // Sums of small integers are exact in float; Mean's division rounds once more.
+        expect_close(out[0], reference(ptrs, shape, c.ref), c.op == "Mean" ? 1e-6 : 0, 1e-5,
+                     c.op + " of the first " + std::to_string(n) + " of " + std::to_string(shapes.size()) +
+                         " inputs");
+      }
     }
   }
 }
