@@ -61,10 +61,4 @@ class CpuBackend final : public Backend {
 
 std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
 
-#ifndef EMBER_WITH_CUDA
-std::unique_ptr<Backend> make_cuda_backend(int) {
-  throw Error("this ember was built without the CUDA backend");
-}
-#endif
-
 }  // namespace ember

@@ -269,4 +269,18 @@ std::unique_ptr<Backend> make_cuda_backend(int index) { return std::make_unique<
 
 }  // namespace ember
 
+#else  // built without CUDA
+
+#include "engine/src/backend.h"
+
+#include <ember/error.h>
+
+namespace ember {
+
+std::unique_ptr<Backend> make_cuda_backend(int) {
+  throw Error("this ember was built without the CUDA backend");
+}
+
+}  // namespace ember
+
 #endif  // EMBER_WITH_CUDA

@@ -3,9 +3,7 @@
 #ifdef EMBER_WITH_CUDA
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
-#ifdef EMBER_WITH_CUDA
 #include <cudnn.h>
-#endif
 #endif
 
 #include <string>
