@@ -23,6 +23,17 @@ std::string why_no_gpu();
     if (!ember_why_no_gpu.empty()) GTEST_SKIP() << ember_why_no_gpu;   \
   } while (0)
 
+// In the CUDA emulator (tests/cuda_emulator), which runs every CUDA thread as a fiber
+// on the CPU, a case of hundreds of millions of threads takes minutes: such cases run
+// on GPUs only, and say so.
+#ifdef EMBER_CUDA_EMULATOR
+#define EMBER_SKIP_IF_EMULATED(why) GTEST_SKIP() << "too slow in the CUDA emulator: " << why
+#else
+#define EMBER_SKIP_IF_EMULATED(why) \
+  do {                              \
+  } while (0)
+#endif
+
 // A node reading x0, x1, ... and writing y0, y1, ...
 Node make_node(const std::string& op, size_t num_inputs, size_t num_outputs = 1, Attributes attrs = {},
                const std::string& domain = "");

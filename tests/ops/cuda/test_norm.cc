@@ -27,7 +27,8 @@ Shape normalized_dims(const Shape& x, int64_t axis) {
   return Shape(x.begin() + (axis < 0 ? axis + rank : axis), x.end());
 }
 
-void check_layer_norm(const Case& c, DType dtype, size_t outputs = 3, float epsilon = 1e-5f) {
+void check_layer_norm(const Case& c, DType dtype, size_t outputs = 3, float epsilon = 1e-5f,
+                      double atol32 = kAtol32) {
   Attributes at;
   at.set_int("axis", c.axis);
   at.set_float("epsilon", epsilon);
@@ -41,7 +42,7 @@ void check_layer_norm(const Case& c, DType dtype, size_t outputs = 3, float epsi
   std::vector<const Tensor*> inputs{&x, &scale};
   if (c.bias) inputs.push_back(&bias);
   expect_cuda_matches_cpu(make_node("LayerNormalization", inputs.size(), outputs, at), 17, inputs,
-                          half ? kRtol16 : kRtol32, half ? kAtol16 : kAtol32);
+                          half ? kRtol16 : kRtol32, half ? kAtol16 : atol32);
 }
 
 TEST(CudaLayerNorm, BertShapesWithAndWithoutBias) {
@@ -74,7 +75,11 @@ TEST(CudaLayerNorm, EveryRowLengthAndAxis) {
 // loop's second turn, with the Mean and InvStdDev outputs.
 TEST(CudaLayerNorm, MoreRowsThanTheGridHasWarps) {
   EMBER_REQUIRE_GPU();
-  check_layer_norm({{2200000, 3}, -1}, DType::Float32);
+  EMBER_SKIP_IF_EMULATED("the grid alone is 65535 * 8 blocks");
+  // Among 2.2 million rows of 3 values in [-2, 2], some are nearly constant: x - mean
+  // then keeps float32 rounding of |x| <= 2 (2.4e-7) over sqrt(var + eps) >= 3.2e-3,
+  // up to 7.5e-5 absolute from summation order alone. The CUDA emulator measured 6.2e-5.
+  check_layer_norm({{2200000, 3}, -1}, DType::Float32, 3, 1e-5f, 1e-4);
 }
 
 TEST(CudaLayerNorm, DeclinesWithAReason) {

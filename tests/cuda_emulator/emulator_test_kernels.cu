@@ -1,0 +1,84 @@
+// Kernels that exercise the CUDA emulator itself (test_emulator.cc): CUDA source, run
+// through the same rewrite as ops/cuda. Each launcher returns cudaGetLastError().
+#include <cuda_runtime.h>
+
+namespace ember::emu_test {
+
+// Shared-memory tree and warp-shuffle reduction of one block; out[blockIdx.x] = sum.
+__global__ void block_sum_kernel(const float* x, float* out, int n) {
+  __shared__ float partial[32];
+  float v = 0.f;
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) v += x[i];
+  for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
+  if ((threadIdx.x & 31) == 0) partial[threadIdx.x >> 5] = v;
+  __syncthreads();
+  if (threadIdx.x < 32) {
+    v = threadIdx.x < blockDim.x / 32 ? partial[threadIdx.x] : 0.f;
+    for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_down_sync(0xffffffffu, v, offset);
+    if (threadIdx.x == 0) out[blockIdx.x] = v;
+  }
+}
+
+cudaError_t block_sum(const float* x, float* out, int n, int blocks, int threads, cudaStream_t stream) {
+  block_sum_kernel<<<blocks, threads, 0, stream>>>(x, out, n);
+  return cudaGetLastError();
+}
+
+// Half the block waits at a barrier the other half never reaches.
+__global__ void divergent_barrier_kernel(float* out) {
+  if (threadIdx.x < 16) __syncthreads();
+  out[threadIdx.x] = 1.f;
+}
+
+cudaError_t divergent_barrier(float* out) {
+  divergent_barrier_kernel<<<1, 32>>>(out);
+  return cudaGetLastError();
+}
+
+// Lanes 16..31 return before a shuffle whose mask names them.
+__global__ void shuffle_after_return_kernel(float* out) {
+  if (threadIdx.x >= 16) return;
+  out[threadIdx.x] = __shfl_xor_sync(0xffffffffu, 1.f, 1);
+}
+
+cudaError_t shuffle_after_return(float* out) {
+  shuffle_after_return_kernel<<<1, 32>>>(out);
+  return cudaGetLastError();
+}
+
+// Writes one element past the end of `out` (n elements).
+__global__ void overrun_kernel(float* out, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i <= n) out[i] = 2.f;
+}
+
+cudaError_t overrun(float* out, int n) {
+  overrun_kernel<<<(n + 32) / 32, 32>>>(out, n);
+  return cudaGetLastError();
+}
+
+// Adds 1 to every element; launched with any grid shape.
+__global__ void add_one_kernel(float* data, int n) {
+  const int i = (blockIdx.y * gridDim.x + blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) data[i] += 1.f;
+}
+
+cudaError_t add_one(float* data, int n, dim3 grid, int threads, size_t shared_bytes, cudaStream_t stream) {
+  add_one_kernel<<<grid, threads, shared_bytes, stream>>>(data, n);
+  return cudaGetLastError();
+}
+
+// Dynamic shared memory: each thread writes its slot, then reads its neighbour's.
+__global__ void rotate_kernel(const float* in, float* out) {
+  extern __shared__ float slots[];
+  slots[threadIdx.x] = in[threadIdx.x];
+  __syncthreads();
+  out[threadIdx.x] = slots[(threadIdx.x + 1) % blockDim.x];
+}
+
+cudaError_t rotate(const float* in, float* out, int n) {
+  rotate_kernel<<<1, n, n * sizeof(float)>>>(in, out);
+  return cudaGetLastError();
+}
+
+}  // namespace ember::emu_test
