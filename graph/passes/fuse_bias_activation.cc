@@ -167,6 +167,7 @@ void optimize_graph(Graph& graph) {
   fuse_gelu(graph);
   fuse_attention(graph);
   fuse_bias_activation(graph);
+  fuse_elementwise(graph);  // after the GEMM/conv epilogues have taken what they can
   eliminate_dead_code(graph);
 }
 

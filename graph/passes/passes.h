@@ -23,6 +23,10 @@ int fuse_bias_activation(Graph& graph);
 // MatMul(Q, Kt) -> scale -> mask -> Softmax -> MatMul(., V) becomes com.ember ScaledDotProductAttention (with its decomposition).
 int fuse_attention(Graph& graph);
 
+// A region of elementwise nodes on one tensor and float constants (a chain, or a
+// diamond like x * Sigmoid(x)) becomes com.ember FusedElementwise, with its decomposition.
+int fuse_elementwise(Graph& graph);
+
 // All of the above in order.
 void optimize_graph(Graph& graph);
 

@@ -1,5 +1,6 @@
 // Each pass alone, on a hand-built graph: it rewrites what it should, and the graph
 // computes the same outputs before and after (every node run by evaluate_node).
+#include "graph/passes/elementwise_program.h"
 #include "graph/passes/passes.h"
 #include "ops/evaluate.h"
 
@@ -248,6 +249,77 @@ TEST(Passes, MatMulBiasTanhGeluFusesAsGeluTanhWithTheSameResult) {
   EXPECT_EQ(g.nodes[0].op_type, "FusedMatMul");
   EXPECT_EQ(g.nodes[0].attributes.get_string("activation"), "GeluTanh");
   expect_close(run_reference(g, in)[0], before[0], 1e-5f);
+}
+
+}  // namespace
+}  // namespace ember
+
+namespace ember {
+namespace {
+
+// BERT's mask arithmetic (1 - m) * -10000 and a SiLU diamond x * Sigmoid(x), then a
+// Tanh: one region on x, read by one more Relu through `r`.
+Graph elementwise_region_graph() {
+  Graph g = base_graph({3, 4});
+  g.initializers["one"] = scalar(1.0f);
+  g.initializers["big"] = scalar(-10000.0f);
+  g.nodes = {make_node("Sub", {"one", "x"}, {"s"}),   make_node("Mul", {"s", "big"}, {"m"}),
+             make_node("Sigmoid", {"m"}, {"g"}),      make_node("Mul", {"m", "g"}, {"silu"}),
+             make_node("Tanh", {"silu"}, {"r"}),      make_node("MatMul", {"r", "r"}, {"y"})};
+  g.outputs.push_back({"y", DType::Float32, {}, false});
+  return g;
+}
+
+TEST(Passes, ElementwiseChainsAndDiamondsBecomeOneFusedElementwise) {
+  std::mt19937 rng(21);
+  Graph g = elementwise_region_graph();
+  const std::vector<Tensor> in = {random_tensor({4, 4}, rng, -2e-4f, 2e-4f)};
+  const auto before = run_reference(g, in);
+  EXPECT_EQ(fuse_elementwise(g), 1);
+  ASSERT_EQ(g.nodes.size(), 2u);
+  const Node& fused = g.nodes[0];
+  EXPECT_EQ(fused.op_type, "FusedElementwise");
+  EXPECT_EQ(fused.domain, "com.ember");
+  EXPECT_EQ(fused.inputs, std::vector<std::string>{"x"});
+  EXPECT_EQ(fused.outputs, std::vector<std::string>{"r"});
+  // (op, a, b) per step; registers 0 = x, k = step k's result; -1 - i = constants[i].
+  const auto op = [](ElementwiseStep s) { return static_cast<int64_t>(s); };
+  EXPECT_EQ(fused.attributes.get_ints("program"),
+            (std::vector<int64_t>{op(ElementwiseStep::Sub), -1, 0, op(ElementwiseStep::Mul), 1, -2,
+                                  op(ElementwiseStep::Sigmoid), 2, 0, op(ElementwiseStep::Mul), 2, 3,
+                                  op(ElementwiseStep::Tanh), 4, 0}));
+  EXPECT_EQ(fused.attributes.get_floats("constants"), (std::vector<float>{1.0f, -10000.0f}));
+  expect_close(run_reference(g, in)[0], before[0], 1e-6f);  // the decomposition runs on the CPU
+}
+
+TEST(Passes, ElementwiseRegionsStayWhenAnInnerValueIsReadOutside) {
+  Graph g = elementwise_region_graph();
+  g.outputs.push_back({"g", DType::Float32, {}, false});  // Sigmoid's output is needed too
+  EXPECT_EQ(fuse_elementwise(g), 1);  // Sub -> Mul still fuses; the rest cannot
+  EXPECT_EQ(count_ops(g, "FusedElementwise"), 1);
+  EXPECT_EQ(count_ops(g, "Sigmoid"), 1);
+  Graph two_tensors = base_graph({3});
+  two_tensors.inputs.push_back({"z", DType::Float32, {}, false});
+  two_tensors.nodes = {make_node("Add", {"x", "z"}, {"a"}), make_node("Relu", {"a"}, {"y"})};
+  two_tensors.outputs.push_back({"y", DType::Float32, {}, false});
+  EXPECT_EQ(fuse_elementwise(two_tensors), 0) << "a region reads one tensor";
+}
+
+TEST(Passes, AFusedElementwiseKeepsTheRankAConstantBroadcastsTo) {
+  Graph g = base_graph({3});
+  Tensor one(DType::Float32, {1, 1});
+  *one.data_as<float>() = 1.0f;
+  g.initializers["one"] = one;
+  g.nodes = {make_node("Add", {"x", "one"}, {"a"}), make_node("Relu", {"a"}, {"y"})};
+  g.outputs.push_back({"y", DType::Float32, {}, false});
+  std::mt19937 rng(22);
+  const std::vector<Tensor> in = {random_tensor({3}, rng)};
+  const auto before = run_reference(g, in);
+  ASSERT_EQ(fuse_elementwise(g), 1);
+  EXPECT_EQ(g.nodes[0].attributes.get_int("constant_rank"), 2);
+  const auto after = run_reference(g, in);
+  EXPECT_EQ(after[0].shape(), (Shape{1, 3}));
+  expect_close(after[0], before[0], 0);
 }
 
 }  // namespace
