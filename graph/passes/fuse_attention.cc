@@ -19,7 +19,6 @@
 #include "ops/cpu/float16.h"
 
 #include <algorithm>
-#include <memory>
 
 namespace ember {
 
@@ -174,19 +173,8 @@ class AttentionFuser {
 
     // The decomposition keeps the graph's order of the matched nodes.
     std::sort(matched.begin(), matched.end());
-    auto decomposition = std::make_shared<Graph>();
-    // What the parts need to be evaluated alone (evaluate_node falls back to them):
-    // the opsets and the initializers they read (copies share the bytes).
-    decomposition->opset_imports = graph_.opset_imports;
-    for (int m : matched) {
-      decomposition->nodes.push_back(graph_.nodes[m]);
-      dead_[m] = true;
-    }
-    copy_initializers_read(graph_, *decomposition);
-    Attribute a;
-    a.kind = Attribute::Kind::Graph;
-    a.g = std::move(decomposition);
-    fused.attributes.set(kDecompositionAttribute, std::move(a));
+    attach_decomposition(graph_, matched, fused);
+    for (int m : matched) dead_[m] = true;
     added_.push_back(std::move(fused));
   }
 

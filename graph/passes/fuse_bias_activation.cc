@@ -1,7 +1,6 @@
 #include "graph/passes/graph_edit.h"
 #include "graph/passes/passes.h"
 
-#include <memory>
 
 namespace ember {
 
@@ -132,22 +131,9 @@ class Fuser {
     for (int k : f.nodes)
       if (dead_[k]) return;  // already part of another fusion
     f.fused.outputs = {out};
-    attach_decomposition(f);
+    attach_decomposition(graph_, f.nodes, f.fused);
     for (int k : f.nodes) dead_[k] = true;
     fusions_.push_back(std::move(f));
-  }
-
-  void attach_decomposition(Fusion& f) const {
-    auto decomposition = std::make_shared<Graph>();
-    // What the parts need to be evaluated alone (evaluate_node falls back to them):
-    // the opsets and the initializers they read (copies share the bytes).
-    decomposition->opset_imports = graph_.opset_imports;
-    for (int k : f.nodes) decomposition->nodes.push_back(graph_.nodes[k]);
-    copy_initializers_read(graph_, *decomposition);
-    Attribute a;
-    a.kind = Attribute::Kind::Graph;
-    a.g = std::move(decomposition);
-    f.fused.attributes.set(kDecompositionAttribute, std::move(a));
   }
 
   Graph& graph_;

@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <map>
 #include <set>
-#include <memory>
 
 namespace ember {
 
@@ -158,18 +157,7 @@ class Fuser {
     fused->attributes.set_ints("program", std::move(program));
     fused->attributes.set_floats("constants", std::move(constants));
     fused->attributes.set_int("constant_rank", constant_rank);
-    attach_decomposition(region, fused);
-  }
-
-  void attach_decomposition(const std::vector<int>& region, Node* fused) const {
-    auto decomposition = std::make_shared<Graph>();
-    decomposition->opset_imports = graph_.opset_imports;
-    for (int k : region) decomposition->nodes.push_back(graph_.nodes[k]);
-    copy_initializers_read(graph_, *decomposition);
-    Attribute a;
-    a.kind = Attribute::Kind::Graph;
-    a.g = std::move(decomposition);
-    fused->attributes.set(kDecompositionAttribute, std::move(a));
+    attach_decomposition(graph_, region, *fused);
   }
 
   Graph& graph_;

@@ -1,4 +1,7 @@
 #include "graph/passes/graph_edit.h"
+#include "graph/passes/passes.h"  // kDecompositionAttribute
+
+#include <memory>
 
 namespace ember {
 
@@ -42,6 +45,17 @@ bool scalar_constant(const Graph& graph, const std::string& value, float* out) {
     return false;
   *out = *it->second.data_as<float>();
   return true;
+}
+
+void attach_decomposition(const Graph& graph, const std::vector<int>& parts, Node& fused) {
+  auto decomposition = std::make_shared<Graph>();
+  decomposition->opset_imports = graph.opset_imports;
+  for (int k : parts) decomposition->nodes.push_back(graph.nodes[k]);
+  copy_initializers_read(graph, *decomposition);
+  Attribute a;
+  a.kind = Attribute::Kind::Graph;
+  a.g = std::move(decomposition);
+  fused.attributes.set(kDecompositionAttribute, std::move(a));
 }
 
 void erase_nodes(Graph& graph, const std::vector<bool>& dead) {

@@ -25,6 +25,11 @@ class Consumers {
 // Copies into `part` the initializers of `graph` its nodes read (the copies share bytes).
 void copy_initializers_read(const Graph& graph, Graph& part);
 
+// Sets `fused`'s decomposition attribute to the graph's nodes at `parts` (in that
+// order), with what they need to be evaluated alone (evaluate_node falls back to
+// them): the graph's opsets and the initializers they read (copies share the bytes).
+void attach_decomposition(const Graph& graph, const std::vector<int>& parts, Node& fused);
+
 // The node index producing each value.
 std::unordered_map<std::string, int> producers(const Graph& graph);
 
