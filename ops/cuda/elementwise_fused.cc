@@ -26,8 +26,8 @@ class FusedElementwiseKernel final : public Kernel {
 
 // Reads the node's program into `p`; false with *why_not when it is malformed.
 bool read_program(const Node& node, FusedProgram& p, std::string* why_not) {
-  const std::vector<int64_t> program = node.attributes.get_ints("program");
-  const std::vector<float> constants = node.attributes.get_floats("constants");
+  const std::vector<int64_t> program = node.attributes.get_ints_or("program", {});
+  const std::vector<float> constants = node.attributes.get_floats_or("constants", {});
   const auto steps = static_cast<int64_t>(program.size() / 3);
   if (program.size() % 3 != 0 || steps == 0 || steps > kMaxElementwiseSteps ||
       constants.size() > std::size(p.constants)) {

@@ -194,11 +194,6 @@ cudaError_t cudaSetDevice(int index) {
   return cudaSuccess;
 }
 
-cudaError_t cudaGetDevice(int* index) {
-  *index = 0;
-  return cudaSuccess;
-}
-
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int index) {
   if (index != 0) return fail(cudaErrorInvalidDevice, "device " + std::to_string(index) + " (there is only device 0)");
   *prop = cudaDeviceProp{};
@@ -238,7 +233,6 @@ cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total) {
 // ---- errors
 
 cudaError_t cudaGetLastError() { return take_error(); }
-cudaError_t cudaPeekAtLastError() { return last_error; }
 
 const char* cudaGetErrorName(cudaError_t error) {
   switch (error) {

@@ -84,7 +84,10 @@ TEST(CudaFusedElementwise, DeclinesAMalformedProgramWithAReason) {
   Node node = fuse({node_op("Relu", {"x"}, "a"), node_op("Neg", {"a"}, "y")}, {});
   node.attributes.set_ints("program", {0, 5, 0});  // step 0 reads register 5, made by nobody
   const TensorType x{DType::Float32, {4}};
-  const std::string why = cuda_verdict(node, 1, {x});
+  std::string why = cuda_verdict(node, 1, {x});
+  EXPECT_NE(why.find("malformed program"), std::string::npos) << why;
+  node.attributes = Attributes{};  // a hand-written node without a program
+  why = cuda_verdict(node, 1, {x});
   EXPECT_NE(why.find("malformed program"), std::string::npos) << why;
 }
 
