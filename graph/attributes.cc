@@ -1,6 +1,6 @@
 #include "graph/attributes.h"
 
-#include <ember/error.h>
+#include <ember/core/error.h>
 
 namespace ember {
 

@@ -1,7 +1,7 @@
 // Node attributes: a small typed map with defaults, as ONNX defines them.
 #pragma once
 
-#include <ember/tensor.h>
+#include <ember/core/tensor.h>
 
 #include <map>
 #include <memory>

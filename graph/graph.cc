@@ -1,6 +1,6 @@
 #include "graph/graph.h"
 
-#include <ember/error.h>
+#include <ember/core/error.h>
 
 #include <unordered_map>
 #include <unordered_set>

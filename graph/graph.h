@@ -4,7 +4,7 @@
 
 #include "graph/attributes.h"
 
-#include <ember/tensor.h>
+#include <ember/core/tensor.h>
 
 #include <map>
 #include <string>

@@ -1,6 +1,6 @@
 #include "graph/schema.h"
 
-#include <ember/error.h>
+#include <ember/core/error.h>
 
 #include <map>
 #include <utility>

@@ -6,8 +6,8 @@
 
 #include "graph/graph.h"
 
-#include <ember/error.h>
-#include <ember/tensor.h>
+#include <ember/core/error.h>
+#include <ember/core/tensor.h>
 
 #include <functional>
 #include <optional>

@@ -2,7 +2,7 @@
 
 #include "loader/tensor_proto.h"
 
-#include <ember/error.h>
+#include <ember/core/error.h>
 
 namespace ember {
 

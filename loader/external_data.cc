@@ -2,7 +2,7 @@
 // from the model, i.e. from whoever wrote it: it must stay inside the model's folder.
 #include "loader/tensor_proto.h"
 
-#include <ember/error.h>
+#include <ember/core/error.h>
 
 #include <charconv>
 #include <filesystem>

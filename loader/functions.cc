@@ -1,6 +1,6 @@
 #include "loader/functions.h"
 
-#include <ember/error.h>
+#include <ember/core/error.h>
 
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/wire_format_lite.h>

@@ -1,7 +1,7 @@
 #include "loader/convert.h"
 #include "loader/tensor_proto.h"
 
-#include <ember/error.h>
+#include <ember/core/error.h>
 
 #include <unordered_set>
 

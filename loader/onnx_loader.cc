@@ -1,10 +1,10 @@
 #include "loader/onnx_loader.h"
 
 #include "loader/convert.h"
-#include "loader/read_file.h"
+#include "core/src/read_file.h"
 #include "loader/tensor_proto.h"
 
-#include <ember/error.h>
+#include <ember/core/error.h>
 
 #include <google/protobuf/io/coded_stream.h>
 

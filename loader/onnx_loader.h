@@ -4,7 +4,7 @@
 
 #include "graph/graph.h"
 
-#include <ember/tensor.h>
+#include <ember/core/tensor.h>
 
 #include <string>
 

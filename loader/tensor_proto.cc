@@ -1,6 +1,6 @@
 #include "loader/tensor_proto.h"
 
-#include <ember/error.h>
+#include <ember/core/error.h>
 
 #include <bit>
 #include <cstring>

@@ -4,7 +4,7 @@
 
 #include "onnx/onnx.pb.h"
 
-#include <ember/tensor.h>
+#include <ember/core/tensor.h>
 
 #include <string>
 

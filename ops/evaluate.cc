@@ -3,7 +3,7 @@
 #include "graph/passes/passes.h"
 #include "ops/registry.h"
 
-#include <ember/error.h>
+#include <ember/core/error.h>
 
 #include <cstdlib>
 #include <memory>
@@ -113,6 +113,12 @@ std::vector<Tensor> evaluate_node(const Node& node, int64_t opset,
   RunArgs args{inputs, out_ptrs, workspace.get(), num_threads, nullptr, scope};
   kernel->run(args);
   return outputs;
+}
+
+NodeEvaluator cpu_node_evaluator() {
+  return [](const Node& node, int64_t opset, const std::vector<const Tensor*>& inputs) {
+    return evaluate_node(node, opset, inputs);
+  };
 }
 
 }  // namespace ember

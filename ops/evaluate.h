@@ -3,9 +3,10 @@
 #pragma once
 
 #include "graph/graph.h"
+#include "graph/passes/passes.h"
 #include "graph/schema.h"
 
-#include <ember/tensor.h>
+#include <ember/core/tensor.h>
 
 #include <string>
 #include <unordered_map>
@@ -25,5 +26,8 @@ std::vector<Tensor> evaluate_node(const Node& node, int64_t opset,
 std::vector<TensorType> infer_node(const Node& node, int64_t opset,
                                    const std::vector<TensorType>& input_types,
                                    const std::vector<const Tensor*>& input_values);
+
+// evaluate_node on one thread, in the form graph passes take it (constant folding).
+NodeEvaluator cpu_node_evaluator();
 
 }  // namespace ember

@@ -5,7 +5,7 @@
 #include "graph/graph.h"
 #include "graph/schema.h"
 
-#include <ember/tensor.h>
+#include <ember/core/tensor.h>
 
 #include <memory>
 #include <span>
@@ -14,6 +14,11 @@
 #include <vector>
 
 namespace ember {
+
+// A device's stream and library handles as its kernels see them: each device derives
+// its own (cuda::StreamContext on CUDA) and only that device's kernels look inside.
+// The host has none (nullptr).
+struct KernelStream {};
 
 // Everything a kernel may look at while it is built.
 struct KernelInit {
@@ -24,9 +29,9 @@ struct KernelInit {
   std::vector<const Tensor*> values;   // input values known at plan time, else nullptr
   std::vector<TensorType> outputs;     // as inferred by the schema
   int num_threads = 1;                 // the session's intra-op threads
-  // The device's plan-time context (cuda::StreamContext* on CUDA: the stream and
-  // library handles to pick algorithms with); nullptr on the host.
-  const void* device_context = nullptr;
+  // The device's plan-time stream (the stream and library handles to pick algorithms
+  // with); nullptr on the host.
+  const KernelStream* device_context = nullptr;
 
   // Set by the kernel's factory: scratch bytes its run needs (given in RunArgs).
   size_t workspace_bytes = 0;
@@ -34,13 +39,19 @@ struct KernelInit {
   [[noreturn]] void fail(const std::string& message) const;  // "<node label>: message"
 };
 
+// The InferContext a kernel factory's node has (same node, opset, inputs and values),
+// for the shape-rule helpers (graph/schemas/shape_util.h) its schema also uses.
+inline InferContext infer_context(const KernelInit& init) {
+  return InferContext{init.node, init.opset, init.inputs, init.values};
+}
+
 struct RunArgs {
   std::span<const Tensor* const> inputs;  // nullptr for absent optional inputs
   std::span<Tensor* const> outputs;       // preallocated, shapes already set
   void* workspace = nullptr;              // workspace_bytes, 64-byte aligned
   int num_threads = 1;
-  // The run context's device stream (cuda::StreamContext* on CUDA); nullptr on the host.
-  void* stream = nullptr;
+  // The run context's device stream; nullptr on the host.
+  KernelStream* stream = nullptr;
   // Values by name visible to subgraphs (If/Loop/Scan bodies read the enclosing
   // scope); set when the node runs eagerly, else nullptr.
   const std::unordered_map<std::string, Tensor>* scope = nullptr;

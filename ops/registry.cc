@@ -1,6 +1,6 @@
 #include "ops/registry.h"
 
-#include <ember/error.h>
+#include <ember/core/error.h>
 
 #include <algorithm>
 #include <map>

@@ -5,7 +5,7 @@
 
 #include "ops/kernel.h"
 
-#include <ember/tensor.h>
+#include <ember/core/tensor.h>
 
 #include <cstddef>
 #include <memory>
@@ -24,7 +24,7 @@ class DeviceStream {
  public:
   virtual ~DeviceStream() = default;
   // What kernels on this device get as RunArgs::stream (nullptr on the host).
-  virtual void* handle() { return nullptr; }
+  virtual KernelStream* handle() { return nullptr; }
   // Called by the run's thread before its first step (makes the device current).
   virtual void begin_run() {}
   // Waits until every step queued in this run has finished; raises ember::Error if
@@ -68,7 +68,7 @@ class Backend {
   virtual std::unique_ptr<DeviceStream> open_stream() { return std::make_unique<DeviceStream>(); }
   // What kernel factories get as KernelInit::device_context while a plan is built,
   // and the call that waits for the plan-time work queued there.
-  virtual const void* plan_context() { return nullptr; }
+  virtual const KernelStream* plan_context() { return nullptr; }
   virtual void finish_planning() {}
   virtual MemoryUse memory_use() const { return {}; }
 };

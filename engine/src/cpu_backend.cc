@@ -1,6 +1,6 @@
 #include "engine/src/backend.h"
 
-#include <ember/error.h>
+#include <ember/core/error.h>
 
 #include <cstdlib>
 #include <cstring>

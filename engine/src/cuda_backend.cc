@@ -6,7 +6,7 @@
 #include "engine/src/backend.h"
 #include "ops/cuda/cuda_common.h"
 
-#include <ember/error.h>
+#include <ember/core/error.h>
 
 #include <algorithm>
 #include <atomic>
@@ -123,7 +123,7 @@ class CudaStream final : public DeviceStream {
     cuda::destroy_stream_context(context_);
   }
 
-  void* handle() override { return context_; }
+  KernelStream* handle() override { return context_; }
   void begin_run() override {
     check(cudaSetDevice(context_->device), "selecting the CUDA device");
     staging_.begin_run();
@@ -231,7 +231,7 @@ class CudaBackend final : public Backend {
     std::shared_ptr<void> memory(p, [this](void* q) { release(q); });
     // On the plan stream, waited for: a plain cudaMemcpy from pageable memory may
     // return before its DMA lands, and run streams do not wait for the legacy stream.
-    const auto* context = static_cast<const cuda::StreamContext*>(plan_context());
+    const cuda::StreamContext* context = plan_stream();
     check(cudaMemcpyAsync(p, host.data(), bytes, cudaMemcpyHostToDevice, context->stream), "uploading a weight");
     check(cudaStreamSynchronize(context->stream), "uploading a weight");
     std::lock_guard lock(mutex_);
@@ -241,11 +241,7 @@ class CudaBackend final : public Backend {
 
   std::unique_ptr<DeviceStream> open_stream() override { return std::make_unique<CudaStream>(index_); }
 
-  const void* plan_context() override {
-    if (!plan_context_) plan_context_ = cuda::create_stream_context(index_);
-    check(cudaSetDevice(index_), "selecting the CUDA device");
-    return plan_context_;
-  }
+  const KernelStream* plan_context() override { return plan_stream(); }
   void finish_planning() override {
     if (plan_context_) check(cudaStreamSynchronize(plan_context_->stream), "finishing plan-time GPU work");
   }
@@ -256,6 +252,12 @@ class CudaBackend final : public Backend {
   }
 
  private:
+  cuda::StreamContext* plan_stream() {
+    if (!plan_context_) plan_context_ = cuda::create_stream_context(index_);
+    check(cudaSetDevice(index_), "selecting the CUDA device");
+    return plan_context_;
+  }
+
   int index_;
   cuda::StreamContext* plan_context_ = nullptr;
   mutable std::mutex mutex_;
@@ -273,7 +275,7 @@ std::unique_ptr<Backend> make_cuda_backend(int index) { return std::make_unique<
 
 #include "engine/src/backend.h"
 
-#include <ember/error.h>
+#include <ember/core/error.h>
 
 namespace ember {
 

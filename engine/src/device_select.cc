@@ -1,7 +1,7 @@
 #include "engine/src/device_select.h"
 
 #include <ember/devices.h>
-#include <ember/error.h>
+#include <ember/core/error.h>
 
 #include <charconv>
 

@@ -1,6 +1,6 @@
 #include "engine/src/executor.h"
 
-#include <ember/error.h>
+#include <ember/core/error.h>
 
 #include "ops/evaluate.h"
 

@@ -6,7 +6,7 @@
 #include "graph/schema.h"
 #include "ops/kernel.h"
 
-#include <ember/tensor.h>
+#include <ember/core/tensor.h>
 
 #include <memory>
 #include <string>

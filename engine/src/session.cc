@@ -1,4 +1,4 @@
-#include <ember/error.h>
+#include <ember/core/error.h>
 #include <ember/session.h>
 
 #include "engine/src/device_select.h"
@@ -7,6 +7,7 @@
 #include "graph/passes/convert_float16.h"
 #include "graph/passes/passes.h"
 #include "loader/onnx_loader.h"
+#include "ops/evaluate.h"
 #include "ops/registry.h"
 
 #include <functional>
@@ -184,7 +185,7 @@ Session::Session(const std::string& model_path, SessionOptions options)
   for (auto& b : impl_->owned_backends) impl_->backends.push_back(b.get());
   impl_->graph = load_model(model_path);
   check_supported(impl_->graph, impl_->backends);
-  if (options.optimize) optimize_graph(impl_->graph);
+  if (options.optimize) optimize_graph(impl_->graph, cpu_node_evaluator());
   if (options.precision == "fp16") impl_->convert_to_half();
   impl_->upload_weights();
   for (const auto& v : impl_->graph.inputs) impl_->input_descs.push_back(describe(v));

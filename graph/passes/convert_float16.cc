@@ -8,7 +8,7 @@
 #include "graph/passes/convert_float16.h"
 
 #include "graph/passes/passes.h"
-#include "ops/cpu/float16.h"
+#include <ember/core/float16.h>
 
 #include <cmath>
 #include <map>

@@ -1,12 +1,11 @@
 #include "graph/passes/graph_edit.h"
 #include "graph/passes/passes.h"
-#include "ops/evaluate.h"
 
-#include <ember/error.h>
+#include <ember/core/error.h>
 
 namespace ember {
 
-int fold_constants(Graph& graph) {
+int fold_constants(Graph& graph, const NodeEvaluator& evaluate) {
   std::vector<bool> dead(graph.nodes.size(), false);
   int folded = 0;
   for (size_t i = 0; i < graph.nodes.size(); ++i) {
@@ -26,7 +25,7 @@ int fold_constants(Graph& graph) {
     if (!all_constant) continue;
     std::vector<Tensor> outputs;
     try {
-      outputs = evaluate_node(node, graph.opset(node.domain), inputs);
+      outputs = evaluate(node, graph.opset(node.domain), inputs);
     } catch (const Error&) {
       continue;  // left for the planner, which reports unsupported nodes all at once
     }

@@ -16,7 +16,7 @@
 // oneDNN MatMuls are faster than a fused loop) the planner runs them instead.
 #include "graph/passes/graph_edit.h"
 #include "graph/passes/passes.h"
-#include "ops/cpu/float16.h"
+#include <ember/core/float16.h>
 
 #include <algorithm>
 

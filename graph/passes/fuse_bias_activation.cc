@@ -146,8 +146,8 @@ class Fuser {
 
 int fuse_bias_activation(Graph& graph) { return Fuser(graph).run(); }
 
-void optimize_graph(Graph& graph) {
-  fold_constants(graph);
+void optimize_graph(Graph& graph, const NodeEvaluator& evaluate) {
+  fold_constants(graph, evaluate);
   eliminate_dead_code(graph);
   fold_conv_batchnorm(graph);
   fuse_gelu(graph);

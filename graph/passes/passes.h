@@ -4,10 +4,21 @@
 
 #include "graph/graph.h"
 
+#include <ember/core/tensor.h>
+
+#include <functional>
+#include <vector>
+
 namespace ember {
 
+// Runs one node on constant inputs and returns its outputs (raising ember::Error when it
+// cannot). The engine provides it (ops/evaluate on the CPU), so graph/ never reaches
+// up into the kernels.
+using NodeEvaluator = std::function<std::vector<Tensor>(
+    const Node& node, int64_t opset, const std::vector<const Tensor*>& inputs)>;
+
 // Evaluates nodes whose inputs are all initializers; their outputs become initializers.
-int fold_constants(Graph& graph);
+int fold_constants(Graph& graph, const NodeEvaluator& evaluate);
 // Removes nodes no graph output depends on, and initializers nobody reads.
 int eliminate_dead_code(Graph& graph);
 // Conv followed by BatchNormalization (inference, constant statistics) becomes one
@@ -27,8 +38,8 @@ int fuse_attention(Graph& graph);
 // diamond like x * Sigmoid(x)) becomes com.ember FusedElementwise, with its decomposition.
 int fuse_elementwise(Graph& graph);
 
-// All of the above in order.
-void optimize_graph(Graph& graph);
+// All of the above in order; `evaluate` folds constants.
+void optimize_graph(Graph& graph, const NodeEvaluator& evaluate);
 
 // The attribute holding a fused node's original nodes.
 inline constexpr const char* kDecompositionAttribute = "decomposition";

@@ -3,7 +3,7 @@
 #include "graph/schema.h"
 #include "graph/schemas/legacy_broadcast.h"
 
-#include <ember/error.h>
+#include <ember/core/error.h>
 
 #include <algorithm>
 

@@ -2,7 +2,7 @@
 // ops, IsNaN/IsInf (bool), Where, Cast and CastLike.
 #include "graph/schema.h"
 
-#include <ember/error.h>
+#include <ember/core/error.h>
 
 namespace ember {
 namespace {

@@ -1,6 +1,6 @@
 #include "graph/schemas/shape_util.h"
 
-#include "ops/kernel.h"
+#include <ember/core/error.h>
 
 #include <algorithm>
 #include <bit>
@@ -85,10 +85,6 @@ std::vector<int64_t> contiguous_strides(const Shape& shape) {
 size_t movement_elem_size(DType dtype) {
   const int bits = dtype_bits(dtype);
   return bits % 8 ? 0 : static_cast<size_t>(bits / 8);
-}
-
-InferContext infer_context(const KernelInit& init) {
-  return InferContext{init.node, init.opset, init.inputs, init.values};
 }
 
 // --- Slice ---------------------------------------------------------------------------

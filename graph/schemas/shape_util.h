@@ -4,7 +4,7 @@
 
 #include "graph/schema.h"
 
-#include <ember/tensor.h>
+#include <ember/core/tensor.h>
 
 #include <cstdint>
 #include <string>
@@ -66,9 +66,5 @@ struct ResizeParams {
   double extrapolation_value = 0;
 };
 ResizeParams resize_params(const InferContext& ctx);
-
-// An InferContext seen from a kernel factory (same node, opset, inputs and values).
-struct KernelInit;
-InferContext infer_context(const KernelInit& init);
 
 }  // namespace ember

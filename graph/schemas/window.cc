@@ -1,6 +1,6 @@
 #include "graph/schemas/window.h"
 
-#include <ember/error.h>
+#include <ember/core/error.h>
 
 #include <string>
 

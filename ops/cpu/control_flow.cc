@@ -4,7 +4,7 @@
 #include "ops/evaluate.h"
 #include "ops/registry.h"
 
-#include <ember/error.h>
+#include <ember/core/error.h>
 
 #include <cstring>
 

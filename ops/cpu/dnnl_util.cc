@@ -2,7 +2,7 @@
 
 #include "ops/cpu/parallel.h"
 
-#include <ember/error.h>
+#include <ember/core/error.h>
 
 #include <oneapi/dnnl/dnnl.h>
 

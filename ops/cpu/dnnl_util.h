@@ -5,7 +5,7 @@
 
 #include "ops/kernel.h"
 
-#include <ember/tensor.h>
+#include <ember/core/tensor.h>
 
 #include <oneapi/dnnl/dnnl.hpp>
 

@@ -6,8 +6,10 @@
 // float16/bfloat16, the type itself otherwise); the driver converts on load/store.
 #pragma once
 
-#include "ops/cpu/float16.h"
+#include <ember/core/element_types.h>
+#include <ember/core/float16.h>
 #include "ops/cpu/parallel.h"
+#include "ops/broadcast_plan.h"
 #include "ops/kernel.h"
 
 #include <algorithm>
@@ -26,90 +28,6 @@ enum class Activation { None, Relu, LeakyRelu, Clip, Sigmoid, Tanh, HardSigmoid,
 // Applies `act` to data[0, n) in place. params: LeakyRelu {alpha}, Clip {min, max},
 // HardSigmoid {alpha, beta}; the others read none (params may be nullptr).
 void apply_activation(Activation act, const float* params, float* data, int64_t n);
-
-// ---- Element types ------------------------------------------------------------------
-
-template <class T> constexpr DType dtype_of() {
-  if constexpr (std::is_same_v<T, float>) return DType::Float32;
-  else if constexpr (std::is_same_v<T, double>) return DType::Float64;
-  else if constexpr (std::is_same_v<T, Float16>) return DType::Float16;
-  else if constexpr (std::is_same_v<T, BFloat16>) return DType::BFloat16;
-  else if constexpr (std::is_same_v<T, int8_t>) return DType::Int8;
-  else if constexpr (std::is_same_v<T, int16_t>) return DType::Int16;
-  else if constexpr (std::is_same_v<T, int32_t>) return DType::Int32;
-  else if constexpr (std::is_same_v<T, int64_t>) return DType::Int64;
-  else if constexpr (std::is_same_v<T, uint8_t>) return DType::UInt8;
-  else if constexpr (std::is_same_v<T, uint16_t>) return DType::UInt16;
-  else if constexpr (std::is_same_v<T, uint32_t>) return DType::UInt32;
-  else if constexpr (std::is_same_v<T, uint64_t>) return DType::UInt64;
-  else if constexpr (std::is_same_v<T, bool>) return DType::Bool;
-  else static_assert(sizeof(T) == 0, "no DType for this type");
-}
-
-template <class T> inline constexpr bool is_reduced_float_v =
-    std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
-template <class T> inline constexpr bool is_float_v =
-    std::is_floating_point_v<T> || is_reduced_float_v<T>;
-
-inline bool is_float_dtype(DType d) {
-  return d == DType::Float32 || d == DType::Float64 || d == DType::Float16 || d == DType::BFloat16;
-}
-
-template <class T> using compute_t = std::conditional_t<is_reduced_float_v<T>, float, T>;
-
-template <class... Ts> struct TypeList {};
-template <class T> struct TypeTag { using type = T; };
-
-using FloatTypes = TypeList<float, double, Float16, BFloat16>;
-using IntTypes = TypeList<int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t>;
-using SignedTypes = TypeList<float, double, Float16, BFloat16, int8_t, int16_t, int32_t, int64_t>;
-using NumericTypes = TypeList<float, double, Float16, BFloat16, int8_t, int16_t, int32_t, int64_t,
-                              uint8_t, uint16_t, uint32_t, uint64_t>;
-using AllTypes = TypeList<float, double, Float16, BFloat16, int8_t, int16_t, int32_t, int64_t,
-                          uint8_t, uint16_t, uint32_t, uint64_t, bool>;
-
-// Calls fn(TypeTag<T>{}) for the T in the list whose DType is `dtype`; false if none.
-template <class... Ts, class Fn>
-bool dispatch(TypeList<Ts...>, DType dtype, Fn&& fn) {
-  return ((dtype == dtype_of<Ts>() && (fn(TypeTag<Ts>{}), true)) || ...);
-}
-
-// Converts between any two element types as ONNX Cast does: float -> int truncates
-// toward zero, anything -> bool is "!= 0", reduced floats go through float (or, from
-// double, through a round-to-odd float so the result is rounded once).
-template <class Out, class In> Out convert(In x) {
-  if constexpr (std::is_same_v<Out, In>) return x;
-  else if constexpr (is_reduced_float_v<In>) return convert<Out>(static_cast<float>(x));
-  else if constexpr (is_reduced_float_v<Out>) {
-    if constexpr (std::is_same_v<In, float>) return Out(x);
-    else return Out(static_cast<double>(x));
-  } else if constexpr (std::is_same_v<Out, bool>) return x != In(0);
-  else return static_cast<Out>(x);
-}
-
-// ---- Broadcasting plan --------------------------------------------------------------
-
-inline constexpr int kMaxBroadcastInputs = 3;
-inline constexpr int kMaxBroadcastDims = 16;
-
-// The output shape with size-1 dims dropped and neighbouring dims merged where every
-// input broadcasts them alike, plus each input's element stride per merged dim (0 where
-// it broadcasts). The last dim is the contiguous inner span the loops run over.
-struct BroadcastPlan {
-  int num_inputs = 0;
-  int rank = 1;
-  int64_t numel = 0;
-  int64_t dims[kMaxBroadcastDims] = {1};
-  int64_t strides[kMaxBroadcastInputs][kMaxBroadcastDims] = {};
-
-  int64_t inner() const { return dims[rank - 1]; }
-  bool inner_contiguous(int input) const { return strides[input][rank - 1] != 0; }
-};
-
-// False (with *why_not) when an input does not broadcast to `out`, or the merged
-// shape has more dims than the plan holds.
-bool make_broadcast_plan(const Shape& out, std::initializer_list<const Shape*> inputs,
-                         BroadcastPlan* plan, std::string* why_not);
 
 // Calls body(in_offsets, out_offset, length) for the contiguous spans of output
 // elements [begin, end); in_offsets[k] is input k's element offset at the span start.
@@ -269,58 +187,5 @@ template <class T> T wrapping_add(T a, T b) { return T(wrap_t<T>(a) + wrap_t<T>(
 template <class T> T wrapping_sub(T a, T b) { return T(wrap_t<T>(a) - wrap_t<T>(b)); }
 template <class T> T wrapping_mul(T a, T b) { return T(wrap_t<T>(a) * wrap_t<T>(b)); }
 template <class T> T wrapping_neg(T a) { return T(wrap_t<T>(0) - wrap_t<T>(a)); }
-
-// ---- Implementation of make_broadcast_plan ------------------------------------------
-
-inline bool make_broadcast_plan(const Shape& out, std::initializer_list<const Shape*> inputs,
-                                BroadcastPlan* plan, std::string* why_not) {
-  BroadcastPlan p;
-  p.num_inputs = static_cast<int>(inputs.size());
-  p.numel = shape_numel(out);
-  p.rank = 0;
-  const int out_rank = static_cast<int>(out.size());
-  bool last_full[kMaxBroadcastInputs] = {};
-  bool full[kMaxBroadcastInputs][kMaxBroadcastDims] = {};
-  for (int d = 0; d < out_rank; ++d) {
-    if (out[d] == 1) continue;  // every input is 1 there too
-    bool pattern[kMaxBroadcastInputs];
-    int k = 0;
-    for (const Shape* s : inputs) {
-      const int pad = out_rank - static_cast<int>(s->size());
-      const int64_t dim = d < pad ? 1 : (*s)[d - pad];
-      if (dim != out[d] && dim != 1) {
-        *why_not = "shape " + shape_to_string(*s) + " does not broadcast to " + shape_to_string(out);
-        return false;
-      }
-      pattern[k++] = dim == out[d];
-    }
-    const bool same = p.rank > 0 && std::equal(pattern, pattern + k, last_full);
-    if (same) {
-      p.dims[p.rank - 1] *= out[d];
-      continue;
-    }
-    if (p.rank == kMaxBroadcastDims) {
-      *why_not = "broadcast to " + shape_to_string(out) + " needs more than 16 dims";
-      return false;
-    }
-    p.dims[p.rank] = out[d];
-    for (int i = 0; i < k; ++i) last_full[i] = full[i][p.rank] = pattern[i];
-    ++p.rank;
-  }
-  if (p.rank == 0) {  // a single element: every input is one element too
-    p.rank = 1;
-    p.dims[0] = 1;
-    for (int i = 0; i < p.num_inputs; ++i) full[i][0] = true;
-  }
-  for (int i = 0; i < p.num_inputs; ++i) {
-    int64_t stride = 1;
-    for (int d = p.rank - 1; d >= 0; --d) {
-      p.strides[i][d] = full[i][d] ? stride : 0;
-      if (full[i][d]) stride *= p.dims[d];
-    }
-  }
-  *plan = p;
-  return true;
-}
 
 }  // namespace ember

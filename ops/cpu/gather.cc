@@ -6,7 +6,7 @@
 #include "ops/cpu/parallel.h"
 #include "ops/registry.h"
 
-#include <ember/error.h>
+#include <ember/core/error.h>
 
 #include <cstring>
 

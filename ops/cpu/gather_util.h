@@ -3,7 +3,7 @@
 
 #include "ops/kernel.h"
 
-#include <ember/error.h>
+#include <ember/core/error.h>
 
 #include <string>
 

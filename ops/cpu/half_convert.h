@@ -3,7 +3,7 @@
 // float16.h; both round to nearest even, with Inf, NaN and subnormals kept).
 #pragma once
 
-#include "ops/cpu/float16.h"
+#include <ember/core/float16.h>
 #include "ops/cpu/parallel.h"
 
 #include <cstdint>

@@ -2,7 +2,7 @@
 
 #include "ops/cpu/parallel.h"
 
-#include <ember/error.h>
+#include <ember/core/error.h>
 
 #include <algorithm>
 #include <array>
@@ -41,52 +41,7 @@ struct Bytes16 {
   uint64_t lo, hi;
 };
 
-uint16_t float_to_half(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  const uint32_t sign = (x >> 16) & 0x8000, raw_exp = (x >> 23) & 0xff;
-  const int32_t exp = static_cast<int32_t>(raw_exp) - 127 + 15;
-  uint32_t mant = x & 0x7fffff;
-  if (raw_exp == 0xff) return sign | 0x7c00 | (mant ? 0x200 : 0);
-  if (exp >= 31) return sign | 0x7c00;
-  uint32_t shift = 13, h = static_cast<uint32_t>(std::max(exp, 0)) << 10;
-  if (exp <= 0) {
-    if (exp < -10) return sign;
-    mant |= 0x800000;
-    shift = 14 - exp;
-  }
-  h |= mant >> shift;
-  // Round to nearest even; a carry correctly moves into the exponent.
-  const uint32_t rem = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
-  if (rem > half || (rem == half && (h & 1))) ++h;
-  return sign | h;
-}
-
-template <class T>
-void store(T v, std::vector<uint8_t>& bytes) {
-  bytes.resize(sizeof(T));
-  std::memcpy(bytes.data(), &v, sizeof(T));
-}
-
 }  // namespace
-
-bool scalar_bytes(double v, DType dtype, std::vector<uint8_t>& bytes) {
-  switch (dtype) {
-    case DType::Float32: store(static_cast<float>(v), bytes); return true;
-    case DType::Float64: store(v, bytes); return true;
-    case DType::Float16: store(float_to_half(static_cast<float>(v)), bytes); return true;
-    case DType::Int8: store(static_cast<int8_t>(v), bytes); return true;
-    case DType::Int16: store(static_cast<int16_t>(v), bytes); return true;
-    case DType::Int32: store(static_cast<int32_t>(v), bytes); return true;
-    case DType::Int64: store(static_cast<int64_t>(v), bytes); return true;
-    case DType::UInt8: store(static_cast<uint8_t>(v), bytes); return true;
-    case DType::UInt16: store(static_cast<uint16_t>(v), bytes); return true;
-    case DType::UInt32: store(static_cast<uint32_t>(v), bytes); return true;
-    case DType::UInt64: store(static_cast<uint64_t>(v), bytes); return true;
-    case DType::Bool: store(static_cast<uint8_t>(v != 0), bytes); return true;
-    default: return false;
-  }
-}
 
 std::vector<int64_t> IndexCopy::affine(int64_t n, int64_t start, int64_t stride) {
   std::vector<int64_t> t(n);

@@ -44,10 +44,6 @@ class IndexCopy {
   std::vector<uint8_t> fill_;
 };
 
-// The bytes of `value` converted to `dtype` (float and integer types, bool); false
-// for dtypes it cannot convert to.
-bool scalar_bytes(double value, DType dtype, std::vector<uint8_t>& bytes);
-
 // A kernel whose whole work is one IndexCopy from input 0 to output 0.
 class IndexCopyKernel final : public Kernel {
  public:

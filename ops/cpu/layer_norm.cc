@@ -6,7 +6,7 @@
 //
 // float16 is stored as such and computed in float32 (the same code as float32 on the
 // widened values), rounded once when written.
-#include "ops/cpu/float16.h"
+#include <ember/core/float16.h>
 #include "ops/cpu/parallel.h"
 #include "ops/registry.h"
 

@@ -1,47 +1,14 @@
 // CPU kernels for the ops whose output shape depends on the input data: NonZero,
 // Compress and Unique. Their schemas count from the input values (see
-// nonzero_compress_unique.h); the kernels fill the outputs sized by those counts.
-#include "ops/cpu/nonzero_compress_unique.h"
-
+// graph/schemas/data_dependent.h); the kernels fill the outputs sized by those counts.
+#include "graph/schemas/data_dependent.h"
 #include "graph/schemas/shape_util.h"
+#include "ops/cpu/elementwise.h"
 #include "ops/registry.h"
 
 #include <cstring>
 
 namespace ember {
-
-int64_t count_nonzero(const Tensor& x) {
-  int64_t count = -1;
-  dispatch(AllTypes{}, x.dtype(), [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const T* p = x.data_as<T>();
-    count = 0;
-    for (int64_t i = 0; i < x.numel(); ++i) count += convert<bool>(p[i]);
-  });
-  if (count < 0) throw Error(std::string("NonZero on ") + dtype_name(x.dtype()) + " is not supported");
-  return count;
-}
-
-SliceView unique_view(const Shape& shape, bool has_axis, int64_t axis) {
-  if (!has_axis) return {1, shape_numel(shape), 1};
-  SliceView v{1, shape[axis], 1};
-  for (int64_t d = 0; d < axis; ++d) v.outer *= shape[d];
-  for (size_t d = axis + 1; d < shape.size(); ++d) v.inner *= shape[d];
-  return v;
-}
-
-int64_t count_unique_slices(const Tensor& x, const SliceView& v, bool sorted) {
-  std::vector<int64_t> buf(UniqueScratch::kArrays * v.slices);
-  int64_t* b = buf.data();
-  const int64_t n = v.slices;
-  const UniqueScratch s{b, b + n, b + 2 * n, b + 3 * n, b + 4 * n, b + 5 * n};
-  int64_t groups = -1;
-  dispatch(AllTypes{}, x.dtype(), [&](auto tag) {
-    groups = group_unique_slices(x.data_as<typename decltype(tag)::type>(), v, sorted, s);
-  });
-  if (groups < 0) throw Error(std::string("Unique on ") + dtype_name(x.dtype()) + " is not supported");
-  return groups;
-}
 
 namespace {
 

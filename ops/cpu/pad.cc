@@ -5,6 +5,8 @@
 #include "ops/cpu/index_copy.h"
 #include "ops/registry.h"
 
+#include <ember/core/element_types.h>
+
 #include <algorithm>
 #include <cstring>
 

@@ -4,9 +4,9 @@
 // low nibble first; float8 types are one byte each.
 #pragma once
 
-#include "ops/cpu/float16.h"
+#include <ember/core/float16.h>
 
-#include <ember/tensor.h>
+#include <ember/core/tensor.h>
 
 #include <algorithm>
 #include <cmath>

@@ -9,7 +9,7 @@
 //  - innermost run kept: each output row folds whole input rows element-wise.
 //
 // float16 accumulates in float32 and is rounded once, when the result is written.
-#include "ops/cpu/float16.h"
+#include <ember/core/float16.h>
 #include "ops/cpu/parallel.h"
 #include "ops/reduce_params.h"
 #include "ops/registry.h"

@@ -7,6 +7,8 @@
 #include "ops/cpu/parallel.h"
 #include "ops/registry.h"
 
+#include <ember/core/element_types.h>
+
 #include <array>
 #include <cmath>
 

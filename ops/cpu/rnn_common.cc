@@ -1,6 +1,6 @@
 #include "ops/cpu/rnn_common.h"
 
-#include <ember/error.h>
+#include <ember/core/error.h>
 
 #include <cctype>
 #include <optional>

@@ -1,6 +1,6 @@
 // Ops that produce shapes and constants: Shape, Size, ConstantOfShape, Range, Constant.
 #include "graph/schemas/shape_util.h"
-#include "ops/cpu/float16.h"
+#include <ember/core/float16.h>
 #include "ops/registry.h"
 
 #include <cstring>

@@ -7,7 +7,7 @@
 #include "graph/schemas/window.h"
 #include "ops/cuda/conv_impl.h"
 
-#include <ember/tensor.h>
+#include <ember/core/tensor.h>
 
 #include <vector>
 

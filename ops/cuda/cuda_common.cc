@@ -1,6 +1,6 @@
 #include "ops/cuda/cuda_common.h"
 
-#include <ember/error.h>
+#include <ember/core/error.h>
 
 #include <memory>
 

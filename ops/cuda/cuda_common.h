@@ -20,7 +20,7 @@ struct Staging;  // pinned host memory for uploads (engine/src/cuda_backend.cc)
 // A stream and the library handles bound to it. The backend makes one per run context
 // (RunArgs::stream points at it during a run) and one for planning
 // (KernelInit::device_context), so kernels never share a handle across threads.
-struct StreamContext {
+struct StreamContext : KernelStream {
   int device = 0;
   cudaStream_t stream = nullptr;
   cublasLtHandle_t blaslt = nullptr;

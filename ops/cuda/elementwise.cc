@@ -1,6 +1,6 @@
 #include "ops/cuda/elementwise.h"
 
-#include "ops/cpu/elementwise.h"  // make_broadcast_plan: the CPU's dim merging, reused
+#include "ops/broadcast_plan.h"
 #include "ops/cuda/cuda_common.h"
 
 #include <limits>

@@ -2,7 +2,7 @@
 // Mod, comparisons, logic) and the variadic Max, Min, Sum, Mean. Opset ranges mirror
 // the CPU's registrations (ops/cpu/binary.cc, activation.cc, compare.cc).
 #include "graph/schemas/legacy_broadcast.h"
-#include "ops/cpu/elementwise.h"  // convert, dispatch: reading Pow's constant exponent
+#include <ember/core/element_types.h>
 #include "ops/cuda/cuda_common.h"
 #include "ops/cuda/elementwise.h"
 #include "ops/registry.h"

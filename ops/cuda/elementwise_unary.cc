@@ -1,7 +1,7 @@
 // Unary elementwise ops and activations on CUDA: each factory reads its attributes
 // into EwParams and hands the rest to make_unary_kernel. Opset ranges and defaults
 // mirror the CPU's registrations (ops/cpu/activation.cc, unary.cc, compare.cc).
-#include "ops/cpu/elementwise.h"  // convert, dispatch: reading Clip's constant bounds
+#include <ember/core/element_types.h>
 #include "ops/cuda/elementwise.h"
 #include "ops/registry.h"
 

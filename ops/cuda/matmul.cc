@@ -5,7 +5,7 @@
 #include "ops/cuda/matmul_plan.h"
 #include "ops/registry.h"
 
-#include <ember/error.h>
+#include <ember/core/error.h>
 
 #include <algorithm>
 #include <cstdint>

@@ -8,7 +8,7 @@
 // epilogue adds a vector of D's row count (our N) to every column: our row bias.
 #pragma once
 
-#include <ember/tensor.h>
+#include <ember/core/tensor.h>
 
 #include <cstdint>
 #include <string>

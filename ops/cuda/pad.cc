@@ -3,7 +3,7 @@
 // pads and axes must be plan-time constants; constant_value is read on the device.
 // Negative pads crop first, then the mode applies to what is left (as on the CPU).
 #include "graph/schemas/shape_util.h"
-#include "ops/cpu/index_copy.h"  // scalar_bytes: the pre-opset-11 float pad value as bytes
+#include <ember/core/element_types.h>
 #include "ops/cuda/cuda_common.h"
 #include "ops/cuda/movement_plans.h"
 #include "ops/registry.h"

@@ -4,7 +4,7 @@
 
 #include "ops/cuda/reduce_impl.h"
 
-#include <ember/tensor.h>
+#include <ember/core/tensor.h>
 
 #include <vector>
 

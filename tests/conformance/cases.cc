@@ -1,6 +1,6 @@
 #include "conformance/cases.h"
 
-#include <ember/error.h>
+#include <ember/core/error.h>
 
 #include <onnx/onnx.pb.h>
 

@@ -6,7 +6,7 @@
 #include "conformance/report.h"
 #include "conformance/run_case.h"
 
-#include <ember/error.h>
+#include <ember/core/error.h>
 
 #include <CLI/CLI.hpp>
 

@@ -1,6 +1,6 @@
 #include "conformance/report.h"
 
-#include <ember/error.h>
+#include <ember/core/error.h>
 
 #include <algorithm>
 #include <cstdio>

@@ -1,6 +1,6 @@
 #include "conformance/run_case.h"
 
-#include <ember/error.h>
+#include <ember/core/error.h>
 #include <ember/session.h>
 
 #include "loader/onnx_loader.h"

@@ -1,7 +1,7 @@
 // Running one backend test case in this process and judging its outputs.
 #pragma once
 
-#include <ember/tensor.h>
+#include <ember/core/tensor.h>
 
 #include <string>
 

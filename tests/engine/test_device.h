@@ -16,14 +16,14 @@ namespace ember::testing {
 
 // A stream that can "capture" like a CUDA stream: while capturing, the test device's
 // kernels append their work to `recording` instead of doing it; replay() runs it.
-class TestStream final : public DeviceStream {
+class TestStream final : public DeviceStream, public KernelStream {
  public:
   bool capturing = false;
   std::vector<std::function<void()>> recording;
   std::atomic<int>* captures = nullptr;
   std::atomic<int>* replays = nullptr;
 
-  void* handle() override { return this; }
+  KernelStream* handle() override { return this; }
   bool can_capture() const override { return true; }
   void begin_capture() override {
     capturing = true;

@@ -5,7 +5,7 @@
 #include "ops/registry.h"
 #include "test_device.h"
 
-#include <ember/error.h>
+#include <ember/core/error.h>
 
 #include <gtest/gtest.h>
 

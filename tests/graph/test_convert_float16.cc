@@ -10,11 +10,11 @@
 #include "graph/passes/convert_float16.h"
 #include "graph/passes/passes.h"
 #include "loader/onnx_loader.h"
-#include "ops/cpu/float16.h"
+#include <ember/core/float16.h>
 #include "ops/evaluate.h"
 
-#include <ember/error.h>
-#include <ember/npy.h>
+#include <ember/core/error.h>
+#include <ember/core/npy.h>
 
 #include <gtest/gtest.h>
 
@@ -378,7 +378,7 @@ struct Engine {
 std::vector<double> fp16_errors(const std::string& path, const std::vector<Tensor>& inputs,
                                 Float16Summary* summary = nullptr) {
   Graph g = load_model(path);
-  optimize_graph(g);
+  optimize_graph(g, cpu_node_evaluator());
   Graph half = g;
   const Float16Summary s = convert_to_float16(half);
   if (summary) *summary = s;

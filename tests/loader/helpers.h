@@ -5,7 +5,7 @@
 #include "loader/onnx_loader.h"
 #include "onnx/onnx.pb.h"
 
-#include <ember/error.h>
+#include <ember/core/error.h>
 #include <gtest/gtest.h>
 
 #include <cstring>

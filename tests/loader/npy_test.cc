@@ -2,7 +2,7 @@
 // written byte by byte as numpy would, and malformed files.
 #include "helpers.h"
 
-#include <ember/npy.h>
+#include <ember/core/npy.h>
 
 #include <random>
 

@@ -3,7 +3,7 @@
 // (tests/ops/cuda/test_matmul_plan.cc).
 #pragma once
 
-#include <ember/tensor.h>
+#include <ember/core/tensor.h>
 
 #include <algorithm>
 #include <cstdint>

@@ -1,9 +1,10 @@
-// The whole public API of ember.
+// The whole public API of ember. The core types (Tensor, DType, Shape, Error, .npy)
+// come from the core layer and are re-exported here.
 #pragma once
 
+#include <ember/core/error.h>
+#include <ember/core/npy.h>
+#include <ember/core/tensor.h>
 #include <ember/devices.h>
-#include <ember/error.h>
-#include <ember/npy.h>
 #include <ember/profile.h>
 #include <ember/session.h>
-#include <ember/tensor.h>

@@ -2,7 +2,7 @@
 #pragma once
 
 #include <ember/profile.h>
-#include <ember/tensor.h>
+#include <ember/core/tensor.h>
 
 #include <memory>
 #include <span>

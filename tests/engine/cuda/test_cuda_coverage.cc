@@ -4,6 +4,7 @@
 // only known on a GPU: test_cuda_session and scripts/gpu_check.sh check that.)
 #include "graph/passes/passes.h"
 #include "loader/onnx_loader.h"
+#include "ops/evaluate.h"
 #include "ops/registry.h"
 
 #include <gtest/gtest.h>
@@ -19,7 +20,7 @@ const std::set<std::string> kFoldedByThePlanner = {"Shape", "Size", "Constant"};
 
 std::set<std::string> ops_without_cuda_kernels(const std::string& path) {
   Graph graph = load_model(path);
-  optimize_graph(graph);
+  optimize_graph(graph, cpu_node_evaluator());
   std::set<std::string> missing;
   for (const Node& node : graph.nodes) {
     if (node.domain.empty() && kFoldedByThePlanner.count(node.op_type)) continue;

@@ -4,7 +4,7 @@
 // nearest value, independently of the kernels' bit arithmetic.
 #include "test_elementwise_util.h"
 
-#include <ember/error.h>
+#include <ember/core/error.h>
 
 #include <cmath>
 #include <cstring>

@@ -7,8 +7,8 @@
 #include "ops/evaluate.h"
 #include "ops/registry.h"
 
-#include <ember/error.h>
-#include <ember/tensor.h>
+#include <ember/core/error.h>
+#include <ember/core/tensor.h>
 
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 // Binary and variadic elementwise ops against a plain broadcasting reference.
 #include "test_elementwise_util.h"
 
-#include <ember/error.h>
+#include <ember/core/error.h>
 
 #include <cmath>
 

@@ -1,7 +1,7 @@
 // Cast, CastLike, Where, and the float16/bfloat16 conversions they rest on.
 #include "test_elementwise_util.h"
 
-#include <ember/error.h>
+#include <ember/core/error.h>
 
 #include <bit>
 #include <cmath>

@@ -1,7 +1,7 @@
 // Unary math ops and activations against plain double-precision references.
 #include "test_elementwise_util.h"
 
-#include <ember/error.h>
+#include <ember/core/error.h>
 
 #include <cmath>
 #include <limits>

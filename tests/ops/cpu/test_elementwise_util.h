@@ -6,7 +6,7 @@
 #include "ops/cpu/elementwise.h"
 #include "ops/evaluate.h"
 
-#include <ember/tensor.h>
+#include <ember/core/tensor.h>
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -4,7 +4,7 @@
 // kernels are checked against plain references in test_norm.cc, test_softmax.cc and
 // test_reduce.cc). The float16 result may differ from the float32 one by its rounding
 // to float16 only.
-#include "ops/cpu/float16.h"
+#include <ember/core/float16.h>
 #include "test_conv_util.h"
 
 namespace ember::test {

@@ -5,8 +5,8 @@
 #include "graph/graph.h"
 #include "ops/evaluate.h"
 
-#include <ember/error.h>
-#include <ember/tensor.h>
+#include <ember/core/error.h>
+#include <ember/core/tensor.h>
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // SwiGLU, CausalConvWithState and LinearAttention against plain loop references on
 // random inputs: alpha, bias/state/activation presence, every update rule, GQA.
-#include <ember/error.h>
+#include <ember/core/error.h>
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-#include <ember/error.h>
+#include <ember/core/error.h>
 
 #include <algorithm>
 #include <limits>

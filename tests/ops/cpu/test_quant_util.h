@@ -2,10 +2,10 @@
 // references for rounding and 4-bit / float8 element access.
 #pragma once
 
-#include "ops/cpu/float16.h"
+#include <ember/core/float16.h>
 #include "ops/evaluate.h"
 
-#include <ember/tensor.h>
+#include <ember/core/tensor.h>
 
 #include <cmath>
 #include <cstdint>

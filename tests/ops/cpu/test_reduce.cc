@@ -3,7 +3,7 @@
 // integer inputs and 0-sized axes.
 #include "ops/evaluate.h"
 
-#include <ember/error.h>
+#include <ember/core/error.h>
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -1,6 +1,6 @@
 // Shape, Size, ConstantOfShape, Range and Constant against values written out by hand
 // or computed with plain loops.
-#include "ops/cpu/float16.h"
+#include <ember/core/float16.h>
 #include "test_movement_util.h"
 
 #include <cmath>

@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include <ember/error.h>
+#include <ember/core/error.h>
 
 #include <cmath>
 #include <optional>

@@ -3,7 +3,7 @@
 
 #include "graph/graph.h"
 
-#include <ember/tensor.h>
+#include <ember/core/tensor.h>
 
 #include <random>
 #include <string>

@@ -5,7 +5,7 @@
 #include "ops/registry.h"
 
 #include <ember/devices.h>
-#include <ember/error.h>
+#include <ember/core/error.h>
 
 #include <cmath>
 #include <sstream>

@@ -5,7 +5,7 @@
 
 #include "graph/graph.h"
 
-#include <ember/tensor.h>
+#include <ember/core/tensor.h>
 #include <gtest/gtest.h>
 
 #include <random>

@@ -8,7 +8,7 @@
 #include "ops/evaluate.h"
 #include "ops/registry.h"
 
-#include <ember/error.h>
+#include <ember/core/error.h>
 
 #include <cmath>
 #include <limits>

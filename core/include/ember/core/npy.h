@@ -1,7 +1,7 @@
 // Reading and writing numpy .npy files.
 #pragma once
 
-#include <ember/tensor.h>
+#include <ember/core/tensor.h>
 
 #include <string>
 

@@ -1,9 +1,9 @@
 // The .npy format: "\x93NUMPY", version, header length, a Python dict literal
 // {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }, then the raw elements.
-#include <ember/error.h>
-#include <ember/npy.h>
+#include <ember/core/error.h>
+#include <ember/core/npy.h>
 
-#include "loader/read_file.h"
+#include "core/src/read_file.h"
 
 #include <algorithm>
 #include <cstring>

@@ -1,9 +1,10 @@
-// The counting at the heart of NonZero, Compress and Unique, shared by their schemas
-// (which need the counts for the output shapes) and their CPU kernels (which fill the
-// outputs), so both always agree.
+// The counting at the heart of NonZero, Compress and Unique: part of their shape rule
+// (the counts size the outputs), and used by their CPU kernels to fill the outputs,
+// so both always agree.
 #pragma once
 
-#include "ops/cpu/elementwise.h"
+#include <ember/core/element_types.h>
+#include <ember/core/tensor.h>
 
 #include <algorithm>
 #include <numeric>

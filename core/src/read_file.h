@@ -1,7 +1,7 @@
-// Reading a whole user-named file, with errors that name it. Internal to loader/.
+// Reading a whole user-named file, with errors that name it. Internal to ember (not installed).
 #pragma once
 
-#include <ember/error.h>
+#include <ember/core/error.h>
 
 #include <filesystem>
 #include <fstream>

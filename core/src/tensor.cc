@@ -1,0 +1,69 @@
+#include <ember/core/error.h>
+#include <ember/core/tensor.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+
+namespace ember {
+
+std::string Device::to_string() const {
+  switch (kind) {
+    case DeviceKind::Cpu: return "cpu";
+    case DeviceKind::Cuda: return "cuda:" + std::to_string(index);
+    case DeviceKind::Test: return "test:" + std::to_string(index);
+  }
+  return "?";
+}
+
+namespace {
+
+// Host allocations are 64-byte aligned so vector kernels and oneDNN get aligned rows.
+std::shared_ptr<void> allocate_host(size_t bytes) {
+  const size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
+  void* p = std::aligned_alloc(64, rounded);
+  if (!p) throw Error("out of host memory allocating " + std::to_string(bytes) + " bytes");
+  std::memset(p, 0, rounded);
+  return std::shared_ptr<void>(p, std::free);
+}
+
+void check_shape(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0) throw Error("tensor shape " + shape_to_string(shape) + " has a negative dimension");
+    if (d > 0 && n > std::numeric_limits<int64_t>::max() / d)
+      throw Error("tensor shape " + shape_to_string(shape) + " has too many elements");
+    n *= d;
+  }
+}
+
+}  // namespace
+
+Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
+  check_shape(shape_);
+  storage_ = allocate_host(nbytes());
+  data_ = storage_.get();
+}
+
+Tensor Tensor::view(DType dtype, Shape shape, void* data, Device device) {
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = std::move(shape);
+  t.data_ = data;
+  t.device_ = device;
+  return t;
+}
+
+Tensor Tensor::adopt(DType dtype, Shape shape, std::shared_ptr<void> memory, Device device) {
+  Tensor t = view(dtype, std::move(shape), memory.get(), device);
+  t.storage_ = std::move(memory);
+  return t;
+}
+
+Tensor Tensor::clone() const {
+  Tensor copy(dtype_, shape_);
+  if (nbytes()) std::memcpy(copy.data_, data_, nbytes());
+  return copy;
+}
+
+}  // namespace ember
