@@ -5,33 +5,27 @@
 // The output is the last register. Attributes: `program` (op, a, b per step),
 // `constants` (floats) and `constant_rank` (the highest rank among the constants'
 // shapes: the output has at least that rank, as broadcasting gives it).
+//
+// An op is a binary step (Add, Sub, Mul, Div) or kUnaryStep + a function of the
+// elementwise table (graph/elementwise_functions.h), which applies to a; b is then 0,
+// or, for a function with parameters, the constant holding alpha (beta follows it).
 #pragma once
 
+#include "graph/elementwise_functions.h"
+
 #include <cstdint>
-#include <string>
+#include <iterator>
 
 namespace ember {
 
-enum class ElementwiseStep : int32_t {
-  Add, Sub, Mul, Div,  // binary
-  Relu, Sigmoid, Tanh, Exp, Log, Sqrt, Reciprocal, Erf, Neg, Abs  // unary: b is ignored
-};
+enum class BinaryStep : int32_t { Add, Sub, Mul, Div };
 
+inline constexpr int32_t kUnaryStep = 4;
+inline constexpr int32_t kNumSteps = kUnaryStep + static_cast<int32_t>(std::size(ew::kUnaryFunctions));
 inline constexpr int kMaxElementwiseSteps = 16;
 
-// The step for a standard ONNX op of that name, or false when it has none.
-inline bool elementwise_step(const std::string& op, ElementwiseStep* step) {
-  static constexpr const char* kNames[] = {"Add", "Sub", "Mul", "Div", "Relu", "Sigmoid", "Tanh",
-                                           "Exp", "Log", "Sqrt", "Reciprocal", "Erf", "Neg", "Abs"};
-  for (int32_t i = 0; i < static_cast<int32_t>(std::size(kNames)); ++i) {
-    if (op == kNames[i]) {
-      *step = static_cast<ElementwiseStep>(i);
-      return true;
-    }
-  }
-  return false;
-}
-
-inline bool is_binary(ElementwiseStep s) { return s <= ElementwiseStep::Div; }
+EMBER_EW_FN bool is_binary_step(int32_t op) { return op < kUnaryStep; }
+EMBER_EW_FN int32_t unary_step(ew::UnaryFunction f) { return kUnaryStep + static_cast<int32_t>(f); }
+EMBER_EW_FN ew::UnaryFunction step_function(int32_t op) { return static_cast<ew::UnaryFunction>(op - kUnaryStep); }
 
 }  // namespace ember

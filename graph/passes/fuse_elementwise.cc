@@ -3,6 +3,7 @@
 // -10000) and diamonds like x * Sigmoid(x) become one launch on the GPU instead of one
 // per node, with no intermediate tensors. The node carries its decomposition, which
 // runs where no kernel takes it (the CPU). The program: graph/passes/elementwise_program.h.
+#include "graph/elementwise_table.h"
 #include "graph/passes/elementwise_program.h"
 #include "graph/passes/graph_edit.h"
 #include "graph/passes/passes.h"
@@ -15,10 +16,26 @@ namespace ember {
 
 namespace {
 
+// The program op node `n` becomes (elementwise_program.h); false when it has none.
+bool step_of(const Node& n, int32_t* op) {
+  static constexpr const char* kBinary[] = {"Add", "Sub", "Mul", "Div"};
+  if (n.outputs.size() != 1 || n.outputs[0].empty()) return false;
+  for (int32_t i = 0; i < kUnaryStep; ++i) {
+    if (n.domain.empty() && n.op_type == kBinary[i]) {
+      *op = i;
+      return n.inputs.size() == 2;
+    }
+  }
+  ew::UnaryFunction f;
+  std::string why_not;
+  if (n.inputs.size() != 1 || !unary_function_of(n, &f, &why_not)) return false;
+  *op = unary_step(f);
+  return true;
+}
+
 bool fusable(const Node& n) {
-  ElementwiseStep step;
-  return n.domain.empty() && elementwise_step(n.op_type, &step) &&
-         n.inputs.size() == (is_binary(step) ? 2u : 1u) && n.outputs.size() == 1 && !n.outputs[0].empty();
+  int32_t op;
+  return step_of(n, &op);
 }
 
 // A float32 constant of one element, and its rank.
@@ -135,9 +152,9 @@ class Fuser {
     int constant_rank = 0;
     for (int k : region) {
       const Node& n = graph_.nodes[k];
-      ElementwiseStep step;
-      elementwise_step(n.op_type, &step);
-      program.push_back(static_cast<int64_t>(step));
+      int32_t op;
+      step_of(n, &op);
+      program.push_back(op);
       for (size_t slot = 0; slot < 2; ++slot) {
         if (slot >= n.inputs.size()) {
           program.push_back(0);
@@ -152,6 +169,13 @@ class Fuser {
         } else {
           program.push_back(registers.at(n.inputs[slot]));
         }
+      }
+      if (!is_binary_step(op) && unary_param_count(step_function(op)) > 0) {
+        // b names the constant holding alpha; beta follows it.
+        const ew::Params p = unary_params(n, step_function(op));
+        program.back() = -static_cast<int64_t>(constants.size()) - 1;
+        constants.push_back(p.alpha);
+        constants.push_back(p.beta);
       }
     }
     fused->attributes.set_ints("program", std::move(program));

@@ -1,5 +1,6 @@
 // Schemas of the elementwise math ops and activations: the output has the input's
 // dtype, and the (numpy-broadcast) shape of the inputs.
+#include "graph/elementwise_functions.h"
 #include "graph/schema.h"
 #include "graph/schemas/legacy_broadcast.h"
 
@@ -100,46 +101,16 @@ std::vector<TensorType> infer_clip(const InferContext& ctx) {
 
 }  // namespace
 
-#define EMBER_SAME_AS_INPUT(op) EMBER_SCHEMA(op, "", infer_same_as_input0)
-EMBER_SAME_AS_INPUT("Sqrt");
-EMBER_SAME_AS_INPUT("Exp");
-EMBER_SAME_AS_INPUT("Log");
-EMBER_SAME_AS_INPUT("Neg");
-EMBER_SAME_AS_INPUT("Abs");
-EMBER_SAME_AS_INPUT("Reciprocal");
-EMBER_SAME_AS_INPUT("Floor");
-EMBER_SAME_AS_INPUT("Ceil");
-EMBER_SAME_AS_INPUT("Round");
-EMBER_SAME_AS_INPUT("Sign");
-EMBER_SAME_AS_INPUT("Sin");
-EMBER_SAME_AS_INPUT("Cos");
-EMBER_SAME_AS_INPUT("Tan");
-EMBER_SAME_AS_INPUT("Asin");
-EMBER_SAME_AS_INPUT("Acos");
-EMBER_SAME_AS_INPUT("Atan");
-EMBER_SAME_AS_INPUT("Sinh");
-EMBER_SAME_AS_INPUT("Cosh");
-EMBER_SAME_AS_INPUT("Asinh");
-EMBER_SAME_AS_INPUT("Acosh");
-EMBER_SAME_AS_INPUT("Atanh");
-EMBER_SAME_AS_INPUT("Erf");
-EMBER_SAME_AS_INPUT("BitwiseNot");
-EMBER_SAME_AS_INPUT("Relu");
-EMBER_SAME_AS_INPUT("LeakyRelu");
-EMBER_SAME_AS_INPUT("Sigmoid");
-EMBER_SAME_AS_INPUT("HardSigmoid");
-EMBER_SAME_AS_INPUT("HardSwish");
-EMBER_SAME_AS_INPUT("Tanh");
-EMBER_SAME_AS_INPUT("Elu");
-EMBER_SAME_AS_INPUT("Selu");
-EMBER_SAME_AS_INPUT("Celu");
-EMBER_SAME_AS_INPUT("Softplus");
-EMBER_SAME_AS_INPUT("Softsign");
-EMBER_SAME_AS_INPUT("ThresholdedRelu");
-EMBER_SAME_AS_INPUT("Mish");
-EMBER_SAME_AS_INPUT("Gelu");
+// Every op of the elementwise table (graph/elementwise_functions.h) keeps its input's
+// type and shape.
+[[maybe_unused]] static const bool table_schemas_registered = [] {
+  for (const ew::UnaryInfo& f : ew::kUnaryFunctions)
+    if (f.since_opset > 0) register_schema(Schema{f.name, f.domain, infer_same_as_input0});
+  return true;
+}();
+// The GELU graph/passes/fuse_gelu.cc makes from the Erf (or tanh) pattern.
 EMBER_SCHEMA("Gelu", "com.ember", infer_same_as_input0);
-#undef EMBER_SAME_AS_INPUT
+EMBER_SCHEMA("BitwiseNot", "", infer_same_as_input0);
 
 EMBER_SCHEMA("Add", "", infer_broadcast);
 EMBER_SCHEMA("Sub", "", infer_broadcast);

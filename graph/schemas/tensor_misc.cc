@@ -159,6 +159,5 @@ EMBER_SCHEMA("OneHot", "", infer_one_hot);
 EMBER_SCHEMA("BitCast", "", infer_bit_cast);
 EMBER_SCHEMA("TensorScatter", "", infer_tensor_scatter);
 EMBER_SCHEMA("Shrink", "", infer_same_as_input0);
-EMBER_SCHEMA("Swish", "", infer_same_as_input0);
 
 }  // namespace ember

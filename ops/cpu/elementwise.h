@@ -21,14 +21,6 @@
 
 namespace ember {
 
-// ---- Fused activations (an in-place epilogue other float kernels can call) ----------
-
-enum class Activation { None, Relu, LeakyRelu, Clip, Sigmoid, Tanh, HardSigmoid, HardSwish, Gelu, GeluTanh };
-
-// Applies `act` to data[0, n) in place. params: LeakyRelu {alpha}, Clip {min, max},
-// HardSigmoid {alpha, beta}; the others read none (params may be nullptr).
-void apply_activation(Activation act, const float* params, float* data, int64_t n);
-
 // Calls body(in_offsets, out_offset, length) for the contiguous spans of output
 // elements [begin, end); in_offsets[k] is input k's element offset at the span start.
 template <class Body>

@@ -1,4 +1,4 @@
-// CPU kernels for the small elementwise ops with no other home: Shrink and Swish.
+// CPU kernel for Shrink, a small elementwise op with no other home.
 #include "ops/cpu/elementwise.h"
 #include "ops/registry.h"
 
@@ -22,21 +22,8 @@ std::unique_ptr<Kernel> make_shrink(KernelInit& init, std::string* why_not) {
   });
 }
 
-// Swish (opset 24): x * sigmoid(alpha * x).
-std::unique_ptr<Kernel> make_swish(KernelInit& init, std::string* why_not) {
-  const float alpha = init.node.attributes.get_float_or("alpha", 1.0f);
-  return make_unary(
-      init, why_not, FloatTypes{},
-      [alpha](auto x) {
-        using C = decltype(x);
-        return C(x / (C(1) + std::exp(-C(alpha) * x)));
-      },
-      8);
-}
-
 }  // namespace
 
 EMBER_KERNEL("Shrink", "", 9, kMaxOpset, DeviceKind::Cpu, make_shrink);
-EMBER_KERNEL("Swish", "", 24, kMaxOpset, DeviceKind::Cpu, make_swish);
 
 }  // namespace ember

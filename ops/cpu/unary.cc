@@ -1,4 +1,7 @@
-// Unary math ops on the CPU: one functor each, run by the elementwise driver.
+// Unary math ops on the CPU: every op of the elementwise table
+// (graph/elementwise_functions.h) through one factory, run by the elementwise driver,
+// and the few outside it (BitwiseNot, IsNaN, IsInf).
+#include "graph/elementwise_table.h"
 #include "ops/cpu/elementwise.h"
 #include "ops/registry.h"
 
@@ -6,63 +9,37 @@
 #include <limits>
 
 namespace ember {
+
 namespace {
 
-// Transcendental functions cost ~20 simple ops; parallel_for uses it to size chunks.
-constexpr int64_t kMathCost = 20;
+// The element types a table function takes on the CPU, by its table `types`.
+using TableFloatTypes = FloatTypes;
+using TableSignedTypes = SignedTypes;
+using TableNumericTypes = NumericTypes;
 
-// Defines a functor `Name` computing `expr` of x, and its kernel factory over `types`.
-#define EMBER_UNARY_OP(Name, types, cost, expr)                                       \
-  struct Name##Op {                                                                   \
-    template <class T> T operator()(T x) const { return expr; }                       \
-  };                                                                                  \
-  std::unique_ptr<Kernel> make_##Name(KernelInit& init, std::string* why_not) {       \
-    return make_unary(init, why_not, types, Name##Op{}, cost);                        \
-  }
-
-EMBER_UNARY_OP(Sqrt, FloatTypes{}, 4, std::sqrt(x))
-EMBER_UNARY_OP(Exp, FloatTypes{}, kMathCost, std::exp(x))
-EMBER_UNARY_OP(Log, FloatTypes{}, kMathCost, std::log(x))
-EMBER_UNARY_OP(Reciprocal, FloatTypes{}, 4, T(1) / x)
-EMBER_UNARY_OP(Floor, FloatTypes{}, 1, std::floor(x))
-EMBER_UNARY_OP(Ceil, FloatTypes{}, 1, std::ceil(x))
-EMBER_UNARY_OP(Round, FloatTypes{}, 1, std::nearbyint(x))  // default mode: half to even
-EMBER_UNARY_OP(Sin, FloatTypes{}, kMathCost, std::sin(x))
-EMBER_UNARY_OP(Cos, FloatTypes{}, kMathCost, std::cos(x))
-EMBER_UNARY_OP(Tan, FloatTypes{}, kMathCost, std::tan(x))
-EMBER_UNARY_OP(Asin, FloatTypes{}, kMathCost, std::asin(x))
-EMBER_UNARY_OP(Acos, FloatTypes{}, kMathCost, std::acos(x))
-EMBER_UNARY_OP(Atan, FloatTypes{}, kMathCost, std::atan(x))
-EMBER_UNARY_OP(Sinh, FloatTypes{}, kMathCost, std::sinh(x))
-EMBER_UNARY_OP(Cosh, FloatTypes{}, kMathCost, std::cosh(x))
-EMBER_UNARY_OP(Asinh, FloatTypes{}, kMathCost, std::asinh(x))
-EMBER_UNARY_OP(Acosh, FloatTypes{}, kMathCost, std::acosh(x))
-EMBER_UNARY_OP(Atanh, FloatTypes{}, kMathCost, std::atanh(x))
-EMBER_UNARY_OP(Erf, FloatTypes{}, kMathCost, std::erf(x))
-EMBER_UNARY_OP(BitwiseNot, IntTypes{}, 1, T(~x))
-#undef EMBER_UNARY_OP
-
-struct NegOp {
-  template <class T> T operator()(T x) const {
-    if constexpr (std::is_integral_v<T>) return wrapping_neg(x);
-    else return -x;
-  }
+// The table function F with its parameters, as the driver calls it.
+template <class F> struct Bound {
+  ew::Params params;
+  template <class T> T operator()(T x) const { return F{}(x, params); }
 };
 
-struct AbsOp {
-  template <class T> T operator()(T x) const {
-    if constexpr (std::is_unsigned_v<T>) return x;
-    else if constexpr (std::is_integral_v<T>) return x < 0 ? wrapping_neg(x) : x;
-    else return std::fabs(x);
+std::unique_ptr<Kernel> make_table_unary(KernelInit& init, std::string* why_not) {
+  ew::UnaryFunction f;
+  std::string invalid;
+  if (!unary_function_of(init.node, &f, &invalid)) init.fail(invalid);
+  const ew::Params params = unary_params(init.node, f);
+  switch (f) {
+#define EMBER_TABLE_CASE(Name, domain, since, types, cost, ...) \
+  case ew::UnaryFunction::Name:                                 \
+    return make_unary(init, why_not, Table##types##Types{}, Bound<ew::Name>{params}, cost);
+    EMBER_EW_UNARY_FUNCTIONS(EMBER_TABLE_CASE)
+#undef EMBER_TABLE_CASE
   }
-};
+  return nullptr;
+}
 
-struct SignOp {
-  template <class T> T operator()(T x) const {
-    if constexpr (std::is_floating_point_v<T>)
-      if (std::isnan(x)) return x;
-    return x > T(0) ? T(1) : x < T(0) ? T(-1) : T(0);
-  }
+struct BitwiseNotOp {
+  template <class T> T operator()(T x) const { return T(~x); }
 };
 
 struct IsNaNOp {
@@ -77,14 +54,8 @@ struct IsInfOp {
   }
 };
 
-std::unique_ptr<Kernel> make_Neg(KernelInit& init, std::string* why_not) {
-  return make_unary(init, why_not, SignedTypes{}, NegOp{});
-}
-std::unique_ptr<Kernel> make_Abs(KernelInit& init, std::string* why_not) {
-  return make_unary(init, why_not, NumericTypes{}, AbsOp{});
-}
-std::unique_ptr<Kernel> make_Sign(KernelInit& init, std::string* why_not) {
-  return make_unary(init, why_not, NumericTypes{}, SignOp{});
+std::unique_ptr<Kernel> make_BitwiseNot(KernelInit& init, std::string* why_not) {
+  return make_unary(init, why_not, IntTypes{}, BitwiseNotOp{});
 }
 std::unique_ptr<Kernel> make_IsNaN(KernelInit& init, std::string* why_not) {
   return make_unary<true>(init, why_not, FloatTypes{}, IsNaNOp{});
@@ -98,29 +69,16 @@ std::unique_ptr<Kernel> make_IsInf(KernelInit& init, std::string* why_not) {
 
 }  // namespace
 
-// Opset 1 only adds the `consumed_inputs` hint (ignored); later versions add dtypes.
-EMBER_KERNEL("Sqrt", "", 1, kMaxOpset, DeviceKind::Cpu, make_Sqrt);
-EMBER_KERNEL("Exp", "", 1, kMaxOpset, DeviceKind::Cpu, make_Exp);
-EMBER_KERNEL("Log", "", 1, kMaxOpset, DeviceKind::Cpu, make_Log);
-EMBER_KERNEL("Neg", "", 1, kMaxOpset, DeviceKind::Cpu, make_Neg);
-EMBER_KERNEL("Abs", "", 1, kMaxOpset, DeviceKind::Cpu, make_Abs);
-EMBER_KERNEL("Reciprocal", "", 1, kMaxOpset, DeviceKind::Cpu, make_Reciprocal);
-EMBER_KERNEL("Floor", "", 1, kMaxOpset, DeviceKind::Cpu, make_Floor);
-EMBER_KERNEL("Ceil", "", 1, kMaxOpset, DeviceKind::Cpu, make_Ceil);
-EMBER_KERNEL("Round", "", 11, kMaxOpset, DeviceKind::Cpu, make_Round);
-EMBER_KERNEL("Sign", "", 9, kMaxOpset, DeviceKind::Cpu, make_Sign);
-EMBER_KERNEL("Sin", "", 7, kMaxOpset, DeviceKind::Cpu, make_Sin);
-EMBER_KERNEL("Cos", "", 7, kMaxOpset, DeviceKind::Cpu, make_Cos);
-EMBER_KERNEL("Tan", "", 7, kMaxOpset, DeviceKind::Cpu, make_Tan);
-EMBER_KERNEL("Asin", "", 7, kMaxOpset, DeviceKind::Cpu, make_Asin);
-EMBER_KERNEL("Acos", "", 7, kMaxOpset, DeviceKind::Cpu, make_Acos);
-EMBER_KERNEL("Atan", "", 7, kMaxOpset, DeviceKind::Cpu, make_Atan);
-EMBER_KERNEL("Sinh", "", 9, kMaxOpset, DeviceKind::Cpu, make_Sinh);
-EMBER_KERNEL("Cosh", "", 9, kMaxOpset, DeviceKind::Cpu, make_Cosh);
-EMBER_KERNEL("Asinh", "", 9, kMaxOpset, DeviceKind::Cpu, make_Asinh);
-EMBER_KERNEL("Acosh", "", 9, kMaxOpset, DeviceKind::Cpu, make_Acosh);
-EMBER_KERNEL("Atanh", "", 9, kMaxOpset, DeviceKind::Cpu, make_Atanh);
-EMBER_KERNEL("Erf", "", 9, kMaxOpset, DeviceKind::Cpu, make_Erf);
+// Every op of the elementwise table, over the opsets the table gives (opset 1 only adds
+// the ignored `consumed_inputs` hint; later versions add dtypes).
+[[maybe_unused]] static const bool table_kernels_registered = [] {
+  for (const ew::UnaryInfo& f : ew::kUnaryFunctions)
+    if (f.since_opset > 0)
+      register_kernel({f.name, f.domain, f.since_opset, kMaxOpset, DeviceKind::Cpu, make_table_unary, {}});
+  return true;
+}();
+// The GELU graph/passes/fuse_gelu.cc makes from the Erf pattern of models below opset 20.
+EMBER_KERNEL("Gelu", "com.ember", 1, kMaxOpset, DeviceKind::Cpu, make_table_unary);
 EMBER_KERNEL("IsNaN", "", 9, kMaxOpset, DeviceKind::Cpu, make_IsNaN);
 EMBER_KERNEL("IsInf", "", 10, kMaxOpset, DeviceKind::Cpu, make_IsInf);
 EMBER_KERNEL("BitwiseNot", "", 18, kMaxOpset, DeviceKind::Cpu, make_BitwiseNot);

@@ -62,7 +62,7 @@ class ConvKernel final : public Kernel {
       return false;
     }
 
-    fused_ = has_bias_ && act.kind == cuda::FusedActivation::Relu;
+    fused_ = has_bias_ && act.is(ew::UnaryFunction::Relu);
     if (fused_) {
       Shape bias_shape(yd.size(), 1);
       bias_shape[1] = w[0];
@@ -82,7 +82,7 @@ class ConvKernel final : public Kernel {
       epilogue_.add_col_stride = 1;
     }
     epilogue_.act = act;
-    epilogue_needed_ = has_bias_ || has_residual_ || act.kind != cuda::FusedActivation::None;
+    epilogue_needed_ = has_bias_ || has_residual_ || act.kind != cuda::Activation::Kind::None;
 
     if (!choose_algorithm(cuda::stream_context(init), why_not)) return false;
     // [cuDNN's scratch, raised to 256 bytes | the padded copy of X]

@@ -22,7 +22,7 @@ __global__ void epilogue_kernel(EpilogueArgs a) {
       const I row = i / add_cols, col = i - row * add_cols;
       v += a.add_scale * to_float(add[row * add_rs + col * add_cs]);
     }
-    y[i] = from_float<T>(apply_activation(a.act.kind, v, a.act.p0, a.act.p1));
+    y[i] = from_float<T>(apply_activation(a.act, v));
   }
 }
 

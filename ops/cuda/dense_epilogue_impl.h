@@ -3,30 +3,23 @@
 // applies the activation in a single launch. A plain C++ header (the .cu defines it).
 #pragma once
 
+#include "graph/elementwise_functions.h"
+
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
 namespace ember::cuda {
 
-// The activations ember's fusion pass puts on FusedConv/FusedMatMul/FusedGemm
-// (graph/passes/fuse_bias_activation.cc), with ONNX's definitions.
-enum class FusedActivation : int32_t {
-  None = 0,
-  Relu,         // max(x, 0)
-  LeakyRelu,    // x < 0 ? p0 * x : x
-  Clip,         // min(max(x, p0), p1)
-  Sigmoid,      // 1 / (1 + exp(-x))
-  Tanh,
-  HardSwish,    // x * clamp(x / 6 + 1/2, 0, 1)
-  HardSigmoid,  // clamp(p0 * x + p1, 0, 1)
-  Gelu,         // x/2 * (1 + erf(x / sqrt 2))
-  GeluTanh,     // x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3)))
-};
-
+// The activation ember's fusion pass puts on FusedConv/FusedMatMul/FusedGemm
+// (graph/passes/fuse_bias_activation.cc): Clip, or a function of the elementwise table.
 struct Activation {
-  FusedActivation kind = FusedActivation::None;
-  float p0 = 0.f, p1 = 0.f;
+  enum class Kind : int32_t { None, Clip, Function };
+  Kind kind = Kind::None;
+  ew::UnaryFunction function = ew::UnaryFunction::Relu;
+  ew::Params params;  // the function's; Clip: [alpha, beta] = [min, max]
+
+  bool is(ew::UnaryFunction f) const { return kind == Kind::Function && function == f; }
 };
 
 // y[i] = act(y[i] + bias[(i / bias_inner) % bias_count]
@@ -47,7 +40,7 @@ struct EpilogueArgs {
 
 // True when the pass would change y (a bias, an add or an activation is set).
 inline bool epilogue_needed(const EpilogueArgs& e) {
-  return e.bias || e.add || e.act.kind != FusedActivation::None;
+  return e.bias || e.add || e.act.kind != Activation::Kind::None;
 }
 
 // Launches the pass on `stream`; `half` selects __half storage, else float.

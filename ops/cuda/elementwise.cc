@@ -1,5 +1,6 @@
 #include "ops/cuda/elementwise.h"
 
+#include "graph/elementwise_table.h"
 #include "ops/broadcast_plan.h"
 #include "ops/cuda/cuda_common.h"
 
@@ -71,6 +72,24 @@ class EwUnaryKernel final : public Kernel {
   std::string what_;
 };
 
+class EwFunctionKernel final : public Kernel {
+ public:
+  EwFunctionKernel(ew::UnaryFunction f, EwType type, const ew::Params& params, std::string what)
+      : f_(f), type_(type), params_(params), what_(std::move(what)) {}
+
+  void run(const RunArgs& args) const override {
+    launch_unary_function(f_, type_, params_, args.inputs[0]->data(), args.outputs[0]->data(),
+                          args.outputs[0]->numel(), stream_context(args).stream);
+    check_launch(what_.c_str());
+  }
+
+ private:
+  ew::UnaryFunction f_;
+  EwType type_;
+  ew::Params params_;
+  std::string what_;
+};
+
 class EwBinaryKernel final : public Kernel {
  public:
   EwBinaryKernel(BinaryOp op, EwType a, EwType b, const EwParams& params, const BroadcastIndex& index,
@@ -102,6 +121,18 @@ std::unique_ptr<Kernel> make_unary_kernel(KernelInit& init, std::string* why_not
     return nullptr;
   }
   return std::make_unique<EwUnaryKernel>(op, type, params, init.node.op_type);
+}
+
+std::unique_ptr<Kernel> make_unary_function_kernel(KernelInit& init, std::string* why_not) {
+  ew::UnaryFunction f;
+  if (!unary_function_of(init.node, &f, why_not)) return nullptr;
+  const DType dtype = init.inputs[0].dtype;
+  EwType type;
+  if (!to_ew_type(dtype, &type) || !(accepted_types(f) & type_bit(type))) {
+    *why_not = unsupported_on_cuda(init, dtype);
+    return nullptr;
+  }
+  return std::make_unique<EwFunctionKernel>(f, type, unary_params(init.node, f), init.node.op_type);
 }
 
 std::unique_ptr<Kernel> make_binary_kernel(KernelInit& init, std::string* why_not, BinaryOp op,

@@ -24,6 +24,11 @@ std::string unsupported_on_cuda(const KernelInit& init, DType dtype);
 bool make_broadcast_index(const Shape& out, std::initializer_list<const Shape*> inputs, BroadcastIndex* index,
                           std::string* why_not);
 
+// A kernel y = f(x) over input 0 for the elementwise table's function the node names
+// (graph/elementwise_table.h), with its parameters; declines dtypes outside
+// accepted_types(f).
+std::unique_ptr<Kernel> make_unary_function_kernel(KernelInit& init, std::string* why_not);
+
 // A kernel y = op(x) over input 0 (the output may be bool, as the op says); declines
 // dtypes outside accepted_types(op).
 std::unique_ptr<Kernel> make_unary_kernel(KernelInit& init, std::string* why_not, UnaryOp op,

@@ -41,7 +41,9 @@ bool read_program(const Node& node, FusedProgram& p, std::string* why_not) {
     const int64_t op = program[3 * s], a = program[3 * s + 1], b = program[3 * s + 2];
     // An operand reads an earlier register (0..s) or a constant (-1..-num_constants).
     const auto valid = [&](int64_t v) { return v <= s && v >= -num_constants; };
-    if (op < 0 || op > static_cast<int64_t>(ElementwiseStep::Abs) || !valid(a) || !valid(b)) {
+    // A unary step's parameters: alpha and beta in two constants from b on.
+    const bool params_ok = op < kUnaryStep || b >= 0 || -b < num_constants;
+    if (op < 0 || op >= kNumSteps || !valid(a) || !valid(b) || !params_ok) {
       *why_not = node.label() + ": a malformed program at step " + std::to_string(s);
       return false;
     }

@@ -1,7 +1,7 @@
 // com.ember FusedElementwise on CUDA: each thread runs the node's program on its
 // elements, in registers, so a region of elementwise nodes is one launch and one pass
-// over memory. The ops are written as the unary and binary kernels write them
-// (elementwise_unary_impl.cu), so the fused result matches the unfused one.
+// over memory. The unary steps are the elementwise table's functions
+// (graph/elementwise_functions.h), as the unary kernels run them.
 #include "ops/cuda/cuda_math.cuh"
 #include "ops/cuda/elementwise_device.cuh"
 #include "ops/cuda/elementwise_fused_impl.h"
@@ -14,24 +14,16 @@ __device__ __forceinline__ float operand(const FusedProgram& p, const float* r, 
   return v >= 0 ? r[v] : p.constants[-1 - v];
 }
 
-__device__ __forceinline__ float apply(int32_t op, float a, float b) {
-  switch (static_cast<ElementwiseStep>(op)) {
-    case ElementwiseStep::Add: return a + b;
-    case ElementwiseStep::Sub: return a - b;
-    case ElementwiseStep::Mul: return a * b;
-    case ElementwiseStep::Div: return a / b;
-    case ElementwiseStep::Relu: return a < 0.f ? 0.f : a;  // NaN passes through
-    case ElementwiseStep::Sigmoid: return 1.f / (1.f + expf(-a));
-    case ElementwiseStep::Tanh: return tanhf(a);
-    case ElementwiseStep::Exp: return expf(a);
-    case ElementwiseStep::Log: return logf(a);
-    case ElementwiseStep::Sqrt: return sqrtf(a);
-    case ElementwiseStep::Reciprocal: return 1.f / a;
-    case ElementwiseStep::Erf: return erff(a);
-    case ElementwiseStep::Neg: return -a;
-    case ElementwiseStep::Abs: return fabsf(a);
+__device__ __forceinline__ float apply(const FusedProgram& p, int32_t op, float a, float b, int32_t b_operand) {
+  switch (op) {
+    case static_cast<int32_t>(BinaryStep::Add): return a + b;
+    case static_cast<int32_t>(BinaryStep::Sub): return a - b;
+    case static_cast<int32_t>(BinaryStep::Mul): return a * b;
+    case static_cast<int32_t>(BinaryStep::Div): return a / b;
   }
-  return a;
+  ew::Params params;  // b_operand < 0: the constants holding alpha and beta
+  if (b_operand < 0) params = {p.constants[-1 - b_operand], p.constants[-b_operand]};
+  return ew::apply_unary(step_function(op), a, params);
 }
 
 template <class T>
@@ -39,7 +31,8 @@ __global__ void fused_elementwise_kernel(const T* __restrict__ x, T* __restrict_
   EMBER_CUDA_LOOP(i, n) {
     float r[kMaxElementwiseSteps + 1];
     r[0] = to_float(x[i]);
-    for (int s = 0; s < p.steps; ++s) r[s + 1] = apply(p.op[s], operand(p, r, p.a[s]), operand(p, r, p.b[s]));
+    for (int s = 0; s < p.steps; ++s)
+      r[s + 1] = apply(p, p.op[s], operand(p, r, p.a[s]), operand(p, r, p.b[s]), p.b[s]);
     y[i] = from_float<T>(r[p.steps]);
   }
 }

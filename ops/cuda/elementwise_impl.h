@@ -3,9 +3,11 @@
 // device dispatch so the two cannot disagree), the broadcast index passed to kernels
 // by value, and the launchers. A plain C++ header: the .cu files define it.
 //
-// A new activation is: one line in EMBER_CUDA_UNARY_OPS, its functor in
-// elementwise_unary_impl.cu, and its factory/registration in elementwise_unary.cc.
+// A new activation is one entry of the elementwise table (graph/elementwise_functions.h):
+// launch_unary_function runs every function there.
 #pragma once
+
+#include "graph/elementwise_functions.h"
 
 #include <cuda_runtime.h>
 
@@ -28,53 +30,32 @@ struct EwParams {
   int64_t lo = 0, hi = 0;         // Clip's bounds on integers; Mod: fmod in lo
 };
 
-// Unary ops: X(Name, accepted types, output is bool).
+// The unary ops of this family beyond the elementwise table's functions
+// (graph/elementwise_functions.h): X(Name, accepted types, output is bool). Square and
+// DivideBy serve other kernels (Pow by 2, Mean).
 #define EMBER_CUDA_UNARY_OPS(X)                 \
-  X(Relu, kEwSigned, false)                     \
-  X(Neg, kEwSigned, false)                      \
-  X(Abs, kEwSigned, false)                      \
-  X(Sign, kEwSigned, false)                     \
   X(Clip, kEwSigned, false)                     \
   X(Identity, kEwSigned | kEwBool, false)       \
-  X(LeakyRelu, kEwFloat, false)                 \
-  X(Elu, kEwFloat, false)                       \
-  X(Selu, kEwFloat, false)                      \
-  X(Celu, kEwFloat, false)                      \
-  X(Sigmoid, kEwFloat, false)                   \
-  X(HardSigmoid, kEwFloat, false)               \
-  X(HardSwish, kEwFloat, false)                 \
-  X(Tanh, kEwFloat, false)                      \
-  X(Exp, kEwFloat, false)                       \
-  X(Log, kEwFloat, false)                       \
-  X(Sqrt, kEwFloat, false)                      \
-  X(Reciprocal, kEwFloat, false)                \
-  X(Erf, kEwFloat, false)                       \
-  X(Sin, kEwFloat, false)                       \
-  X(Cos, kEwFloat, false)                       \
-  X(Tan, kEwFloat, false)                       \
-  X(Asin, kEwFloat, false)                      \
-  X(Acos, kEwFloat, false)                      \
-  X(Atan, kEwFloat, false)                      \
-  X(Sinh, kEwFloat, false)                      \
-  X(Cosh, kEwFloat, false)                      \
-  X(Asinh, kEwFloat, false)                     \
-  X(Acosh, kEwFloat, false)                     \
-  X(Atanh, kEwFloat, false)                     \
-  X(Floor, kEwFloat, false)                     \
-  X(Ceil, kEwFloat, false)                      \
-  X(Round, kEwFloat, false)                     \
-  X(Softplus, kEwFloat, false)                  \
-  X(Softsign, kEwFloat, false)                  \
-  X(Mish, kEwFloat, false)                      \
-  X(ThresholdedRelu, kEwFloat, false)           \
-  X(Gelu, kEwFloat, false)                      \
-  X(GeluTanh, kEwFloat, false)                  \
-  X(Swish, kEwFloat, false)                     \
   X(Square, kEwFloat, false)                    \
   X(DivideBy, kEwFloat, false)                  \
   X(IsNaN, kEwFloat, true)                      \
   X(IsInf, kEwFloat, true)                      \
   X(Not, kEwBool, false)
+
+// The types a table function takes here, by its table `types`.
+inline constexpr uint32_t kEwTableFloat = kEwFloat;
+inline constexpr uint32_t kEwTableSigned = kEwSigned;
+inline constexpr uint32_t kEwTableNumeric = kEwSigned;  // unsigned integers run on the CPU
+
+constexpr uint32_t accepted_types(ew::UnaryFunction f) {
+  switch (f) {
+#define EMBER_CUDA_TABLE_TYPES(Name, domain, since, types, ...) \
+  case ew::UnaryFunction::Name: return kEwTable##types;
+    EMBER_EW_UNARY_FUNCTIONS(EMBER_CUDA_TABLE_TYPES)
+#undef EMBER_CUDA_TABLE_TYPES
+  }
+  return 0;
+}
 
 // Binary ops with numpy broadcasting: X(Name, accepted types, output is bool). Both
 // inputs have one type, except Pow whose exponent may be any of kEwSigned.
@@ -166,6 +147,11 @@ struct BroadcastIndex {
 };
 
 // ---- Launchers (asynchronous on `stream`; nothing is launched for n == 0) --------------
+
+// y = f(x) over n contiguous elements of `type`, for a function of the elementwise
+// table. The caller has checked `type` against accepted_types(f).
+void launch_unary_function(ew::UnaryFunction f, EwType type, const ew::Params& params, const void* x, void* y,
+                           int64_t n, cudaStream_t stream);
 
 // y = op(x) over n contiguous elements; x has `type`, y too (bool for the bool-output
 // ops). The caller has checked `type` against accepted_types(op).

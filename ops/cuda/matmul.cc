@@ -187,8 +187,8 @@ class LtMatmul {
 // CUTLASS's GELU_taylor epilogue evaluates tanh with tanh.approx.f32 (~2^-11 relative
 // error), well past float32's tolerance; for float32 our epilogue pass (tanhf) runs it.
 cublasLtEpilogue_t lt_activation(const cuda::Activation& act, DType dtype) {
-  if (act.kind == cuda::FusedActivation::Relu) return CUBLASLT_EPILOGUE_RELU;
-  if (act.kind == cuda::FusedActivation::GeluTanh && dtype == DType::Float16) return CUBLASLT_EPILOGUE_GELU;
+  if (act.is(ew::UnaryFunction::Relu)) return CUBLASLT_EPILOGUE_RELU;
+  if (act.is(ew::UnaryFunction::GeluTanh) && dtype == DType::Float16) return CUBLASLT_EPILOGUE_GELU;
   return CUBLASLT_EPILOGUE_DEFAULT;
 }
 
@@ -219,7 +219,7 @@ class MatMulKernel final : public Kernel {
     const cublasLtEpilogue_t lt_act = lt_activation(act, init.inputs[0].dtype);
     // cuBLASLt fuses the bias and Relu (GeluTanh in float16); any other activation is our pass.
     lt_bias_ = has_bias;
-    if (lt_act == CUBLASLT_EPILOGUE_DEFAULT && act.kind != cuda::FusedActivation::None) {
+    if (lt_act == CUBLASLT_EPILOGUE_DEFAULT && act.kind != cuda::Activation::Kind::None) {
       epilogue_.act = act;
     }
     return lt_.plan(cuda::stream_context(init), init.inputs[0].dtype, p, 1.f, 0.f, false, lt_bias_, lt_act,

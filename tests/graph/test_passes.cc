@@ -283,13 +283,35 @@ TEST(Passes, ElementwiseChainsAndDiamondsBecomeOneFusedElementwise) {
   EXPECT_EQ(fused.inputs, std::vector<std::string>{"x"});
   EXPECT_EQ(fused.outputs, std::vector<std::string>{"r"});
   // (op, a, b) per step; registers 0 = x, k = step k's result; -1 - i = constants[i].
-  const auto op = [](ElementwiseStep s) { return static_cast<int64_t>(s); };
+  const auto op = [](BinaryStep s) { return static_cast<int64_t>(s); };
+  const auto fn = [](ew::UnaryFunction f) { return static_cast<int64_t>(unary_step(f)); };
   EXPECT_EQ(fused.attributes.get_ints("program"),
-            (std::vector<int64_t>{op(ElementwiseStep::Sub), -1, 0, op(ElementwiseStep::Mul), 1, -2,
-                                  op(ElementwiseStep::Sigmoid), 2, 0, op(ElementwiseStep::Mul), 2, 3,
-                                  op(ElementwiseStep::Tanh), 4, 0}));
+            (std::vector<int64_t>{op(BinaryStep::Sub), -1, 0, op(BinaryStep::Mul), 1, -2,
+                                  fn(ew::UnaryFunction::Sigmoid), 2, 0, op(BinaryStep::Mul), 2, 3,
+                                  fn(ew::UnaryFunction::Tanh), 4, 0}));
   EXPECT_EQ(fused.attributes.get_floats("constants"), (std::vector<float>{1.0f, -10000.0f}));
   expect_close(run_reference(g, in)[0], before[0], 1e-6f);  // the decomposition runs on the CPU
+}
+
+TEST(Passes, FusedElementwiseCarriesAFunctionsAttributesAsConstants) {
+  Graph g;
+  g.opset_imports[""] = 17;
+  g.inputs.push_back({"x", DType::Float32, {}, false});
+  g.outputs.push_back({"y", DType::Float32, {}, false});
+  Node leaky = make_node("LeakyRelu", {"x"}, {"a"});
+  leaky.attributes.set_float("alpha", 0.3f);
+  g.nodes = {leaky, make_node("Mul", {"a", "x"}, {"y"})};
+  std::mt19937 rng(5);
+  const std::vector<Tensor> in = {random_tensor({3, 5}, rng)};
+  const auto before = run_reference(g, in);
+  EXPECT_EQ(fuse_elementwise(g), 1);
+  ASSERT_EQ(g.nodes.size(), 1u);
+  const auto fn = static_cast<int64_t>(unary_step(ew::UnaryFunction::LeakyRelu));
+  const auto mul = static_cast<int64_t>(BinaryStep::Mul);
+  // LeakyRelu reads x (register 0); b = -1 names constants[0] = alpha, beta follows.
+  EXPECT_EQ(g.nodes[0].attributes.get_ints("program"), (std::vector<int64_t>{fn, 0, -1, mul, 1, 0}));
+  EXPECT_EQ(g.nodes[0].attributes.get_floats("constants"), (std::vector<float>{0.3f, 0.0f}));
+  expect_close(run_reference(g, in)[0], before[0], 1e-6f);
 }
 
 TEST(Passes, ElementwiseRegionsStayWhenAnInnerValueIsReadOutside) {

@@ -35,6 +35,7 @@ Tensor constant(float v) {
 Node fuse(std::vector<Node> nodes, const std::vector<std::pair<std::string, float>>& constants) {
   Graph g;
   g.opset_imports[""] = 17;
+  g.opset_imports["com.microsoft"] = 1;  // QuickGelu
   g.inputs.push_back({"x", DType::Float32, {}, false});
   g.outputs.push_back({"y", DType::Float32, {}, false});
   for (const auto& [name, v] : constants) g.initializers[name] = constant(v);
@@ -67,6 +68,19 @@ TEST(CudaFusedElementwise, EveryUnaryStepMatchesItsDecomposition) {
                           node_op("Abs", {"i"}, "y")},
                          {});
   check(node, -3, 3);
+}
+
+// Table functions with attributes carry them as constants (alpha, then beta).
+TEST(CudaFusedElementwise, FunctionsWithAttributesReadThemFromConstants) {
+  EMBER_REQUIRE_GPU();
+  Node leaky = node_op("LeakyRelu", {"x"}, "a");
+  leaky.attributes.set_float("alpha", 0.3f);
+  Node hard_sigmoid = node_op("HardSigmoid", {"a"}, "b");
+  hard_sigmoid.attributes.set_float("alpha", 0.4f);
+  hard_sigmoid.attributes.set_float("beta", 0.45f);
+  Node quick_gelu = node_op("QuickGelu", {"b"}, "c");  // alpha from the table: 1.702
+  quick_gelu.domain = "com.microsoft";
+  check(fuse({leaky, hard_sigmoid, quick_gelu, node_op("Mul", {"c", "x"}, "y")}, {}), -3, 3);
 }
 
 TEST(CudaFusedElementwise, BinaryStepsWithConstantsOnEitherSideAndDiamonds) {

@@ -110,7 +110,7 @@ TEST(CudaElementwiseDriver, UnalignedPointersGiveTheSameResults) {
     float* out = shift ? out_shifted + 1 : out_aligned;
     cuda::launch_binary(cuda::BinaryOp::Mul, cuda::EwType::F32, cuda::EwType::F32, {}, da + shift, db + shift, out,
                         index, context->stream);
-    cuda::launch_unary(cuda::UnaryOp::Tanh, cuda::EwType::F32, {}, out, out, n, context->stream);
+    cuda::launch_unary_function(ew::UnaryFunction::Tanh, cuda::EwType::F32, {}, out, out, n, context->stream);
   }
   cuda::check(cudaStreamSynchronize(context->stream), "the drivers");
   Tensor aligned(DType::Float32, {n + 1}), shifted(DType::Float32, {n + 1});

@@ -70,6 +70,8 @@ std::vector<UnaryCase> float_cases() {
       {"ThresholdedRelu", -3, 3},
       {"ThresholdedRelu", -3, 3, floats({{"alpha", 0.5f}})},
       {"Swish", -5, 5, floats({{"alpha", 0.7f}}), 24},
+      {"QuickGelu", -5, 5, {}, 1, "com.microsoft"},
+      {"QuickGelu", -5, 5, floats({{"alpha", 1.5f}}), 1, "com.microsoft"},
       {"Gelu", -4, 4},
       {"Gelu", -4, 4, string_attr("approximate", "tanh")},
       {"Gelu", -4, 4, {}, 1, "com.ember"},
