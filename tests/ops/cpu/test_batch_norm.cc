@@ -22,8 +22,8 @@ std::vector<float> reference_bn(const Tensor& x, const Tensor& s, const Tensor& 
 
 void check_bn(const Shape& x_shape, int64_t opset, bool constant_stats) {
   const int64_t c = x_shape[1];
-  const Tensor x = random_tensor(x_shape, 81), s = random_tensor({c}, 82), b = random_tensor({c}, 83);
-  const Tensor m = random_tensor({c}, 84), v = random_tensor({c}, 85, 0.1f, 2.f);
+  const Tensor x = random_floats(x_shape, 81), s = random_floats({c}, 82), b = random_floats({c}, 83);
+  const Tensor m = random_floats({c}, 84), v = random_floats({c}, 85, 0.1f, 2.f);
   Node node = make_node("BatchNormalization", 5);
   node.attributes.set_float("epsilon", 1e-3f);
   const auto y = constant_stats ? run_node(node, opset, {&x, &s, &b, &m, &v})

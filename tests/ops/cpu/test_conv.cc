@@ -71,8 +71,8 @@ Node conv_node(const ConvParams& p, bool bias, const std::string& auto_pad = "NO
 
 void check_conv(const Shape& x_shape, const Shape& w_shape, const ConvParams& p, const Shape& y_shape,
                 const std::string& auto_pad = "NOTSET", uint32_t seed = 1) {
-  const Tensor x = random_tensor(x_shape, seed), w = random_tensor(w_shape, seed + 1);
-  const Tensor b = random_tensor({w_shape[0]}, seed + 2);
+  const Tensor x = random_floats(x_shape, seed), w = random_floats(w_shape, seed + 1);
+  const Tensor b = random_floats({w_shape[0]}, seed + 2);
   const auto y = run_node(conv_node(p, true, auto_pad), 22, {&x, &w, &b});
   ASSERT_EQ(y[0].shape(), y_shape);
   expect_close(y[0], reference_conv(x, w, &b, p, y_shape), kRtol, kAtol);
@@ -109,7 +109,7 @@ TEST(Conv, AutoPadSameUpperLowerAndValid) {
 }
 
 TEST(Conv, NoBiasAndKernelShapeAttribute) {
-  const Tensor x = random_tensor({1, 3, 6, 5}, 7), w = random_tensor({2, 3, 3, 3}, 8);
+  const Tensor x = random_floats({1, 3, 6, 5}, 7), w = random_floats({2, 3, 3, 3}, 8);
   Node node = make_node("Conv", 2);
   node.attributes.set_ints("kernel_shape", {3, 3});
   const auto y = run_node(node, 11, {&x, &w});
@@ -119,14 +119,14 @@ TEST(Conv, NoBiasAndKernelShapeAttribute) {
 
 TEST(Conv, TwoIntraOpThreads) {
   const ConvParams p{{1, 1}, {1, 1}, {1, 1}, {1, 1}, 1};
-  const Tensor x = random_tensor({2, 8, 15, 17}, 6), w = random_tensor({16, 8, 3, 3}, 7), b = random_tensor({16}, 8);
+  const Tensor x = random_floats({2, 8, 15, 17}, 6), w = random_floats({16, 8, 3, 3}, 7), b = random_floats({16}, 8);
   const auto y = run_node(conv_node(p, true), 22, {&x, &w, &b}, /*threads=*/2);
   expect_close(y[0], reference_conv(x, w, &b, p, {2, 16, 15, 17}), kRtol, kAtol);
 }
 
 TEST(Conv, WeightsKnownOnlyAtRunTime) {
   const ConvParams p{{1, 1}, {1, 1}, {1, 1}, {1, 1}, 1};
-  const Tensor x = random_tensor({1, 3, 7, 9}, 3), w = random_tensor({4, 3, 3, 3}, 4), b = random_tensor({4}, 5);
+  const Tensor x = random_floats({1, 3, 7, 9}, 3), w = random_floats({4, 3, 3, 3}, 4), b = random_floats({4}, 5);
   const auto y = run_node_runtime_inputs(conv_node(p, true), 22, {&x, &w, &b});
   expect_close(y[0], reference_conv(x, w, &b, p, {1, 4, 7, 9}), kRtol, kAtol);
 }
@@ -137,15 +137,15 @@ TEST(Conv, RefusesIntegerInputs) {
 }
 
 TEST(Conv, MismatchedChannelsRaise) {
-  const Tensor x = random_tensor({1, 3, 5, 5}, 1), w = random_tensor({2, 2, 3, 3}, 2);
+  const Tensor x = random_floats({1, 3, 5, 5}, 1), w = random_floats({2, 2, 3, 3}, 2);
   EXPECT_THROW(run_node(make_node("Conv", 2), 22, {&x, &w}), Error);
 }
 
 // FusedConv: conv + bias, then + Z, then the activation.
 TEST(FusedConv, BiasResidualAndEveryActivation) {
   const ConvParams p{{2, 1}, {1, 1}, {1, 0}, {1, 2}, 2};
-  const Tensor x = random_tensor({1, 4, 7, 9}, 11), w = random_tensor({6, 2, 3, 3}, 12);
-  const Tensor b = random_tensor({6}, 13), z = random_tensor({1, 6, 4, 9}, 14);
+  const Tensor x = random_floats({1, 4, 7, 9}, 11), w = random_floats({6, 2, 3, 3}, 12);
+  const Tensor b = random_floats({6}, 13), z = random_floats({1, 6, 4, 9}, 14);
   const std::vector<float> conv = reference_conv(x, w, &b, p, {1, 6, 4, 9});
   bool residual = false;  // alternates, so both paths meet several activations
   for (const ActivationCase& a : all_activations()) {
@@ -171,9 +171,9 @@ TEST(FusedConv, BiasResidualAndEveryActivation) {
 // Pointwise convs run on plain tensors (the residual is copied into Y first).
 TEST(FusedConv, PointwiseWithResidual) {
   const ConvParams p{{1, 1}, {1, 1}, {0, 0}, {0, 0}};
-  const Tensor x = random_tensor({2, 6, 5, 3}, 15), w = random_tensor({4, 6, 1, 1}, 16);
-  const Tensor b = random_tensor({4}, 17), z = random_tensor({2, 4, 5, 3}, 18);
-  Node node = make_node("FusedConv", 4, 1, "com.ember");
+  const Tensor x = random_floats({2, 6, 5, 3}, 15), w = random_floats({4, 6, 1, 1}, 16);
+  const Tensor b = random_floats({4}, 17), z = random_floats({2, 4, 5, 3}, 18);
+  Node node = make_node("FusedConv", 4, 1, {}, "com.ember");
   set_activation(node, {"Relu", {}});
   const auto y = run_node(node, 1, {&x, &w, &b, &z});
   std::vector<float> want = reference_conv(x, w, &b, p, {2, 4, 5, 3});
@@ -185,7 +185,7 @@ TEST(FusedConv, PointwiseWithResidual) {
 TEST(Conv, ConcurrentRunsOfOneKernel) {
   const ConvParams p{{2, 2}, {1, 1}, {1, 1}, {1, 1}};
   const Node node = conv_node(p, true);
-  const Tensor w = random_tensor({8, 3, 3, 3}, 19), b = random_tensor({8}, 20);
+  const Tensor w = random_floats({8, 3, 3, 3}, 19), b = random_floats({8}, 20);
   const TensorType xt{DType::Float32, {1, 3, 9, 11}};
   std::vector<TensorType> types{xt, {DType::Float32, {8, 3, 3, 3}}, {DType::Float32, {8}}};
   std::vector<const Tensor*> values{nullptr, &w, &b};
@@ -197,7 +197,7 @@ TEST(Conv, ConcurrentRunsOfOneKernel) {
   std::vector<Tensor> xs, ys;
   std::vector<std::vector<char>> workspaces(4, std::vector<char>(init.workspace_bytes + 64));
   for (uint32_t t = 0; t < 4; ++t) {
-    xs.push_back(random_tensor(xt.shape, 100 + t));
+    xs.push_back(random_floats(xt.shape, 100 + t));
     ys.emplace_back(DType::Float32, init.outputs[0].shape);
   }
   for (int t = 0; t < 4; ++t)
@@ -212,9 +212,9 @@ TEST(Conv, ConcurrentRunsOfOneKernel) {
 }
 
 TEST(FusedConv, UnknownActivationRaises) {
-  Node node = make_node("FusedConv", 2, 1, "com.ember");
+  Node node = make_node("FusedConv", 2, 1, {}, "com.ember");
   node.attributes.set_string("activation", "Swish9");
-  const Tensor x = random_tensor({1, 1, 3, 3}, 1), w = random_tensor({1, 1, 1, 1}, 2);
+  const Tensor x = random_floats({1, 1, 3, 3}, 1), w = random_floats({1, 1, 1, 1}, 2);
   EXPECT_THROW(run_node(node, 1, {&x, &w}), Error);
 }
 

@@ -50,21 +50,21 @@ TEST(Float16, ConvWithConstantWeights) {
   node.attributes.set_ints("pads", {1, 1, 1, 1});
   node.attributes.set_ints("strides", {2, 1});
   check_half_matches_float(node, 22,
-                           {random_tensor({1, 3, 7, 9}, 1), random_tensor({4, 3, 3, 3}, 2), random_tensor({4}, 3)});
+                           {random_floats({1, 3, 7, 9}, 1), random_floats({4, 3, 3, 3}, 2), random_floats({4}, 3)});
 }
 
 TEST(Float16, MatMulWithRuntimeInputs) {
-  check_half_matches_float(make_node("MatMul", 2), 13, {random_tensor({2, 3, 5}, 4), random_tensor({5, 7}, 5)},
+  check_half_matches_float(make_node("MatMul", 2), 13, {random_floats({2, 3, 5}, 4), random_floats({5, 7}, 5)},
                            /*runtime_inputs=*/true);
 }
 
 TEST(Float16, MaxPoolAndBatchNorm) {
   Node pool = make_node("MaxPool", 1);
   pool.attributes.set_ints("kernel_shape", {3, 3});
-  check_half_matches_float(pool, 12, {random_tensor({1, 2, 7, 9}, 6)});
+  check_half_matches_float(pool, 12, {random_floats({1, 2, 7, 9}, 6)});
   check_half_matches_float(make_node("BatchNormalization", 5), 15,
-                           {random_tensor({2, 3, 4, 5}, 7), random_tensor({3}, 8), random_tensor({3}, 9),
-                            random_tensor({3}, 10), random_tensor({3}, 11, 0.5f, 1.5f)});
+                           {random_floats({2, 3, 4, 5}, 7), random_floats({3}, 8), random_floats({3}, 9),
+                            random_floats({3}, 10), random_floats({3}, 11, 0.5f, 1.5f)});
 }
 
 TEST(Float16, RefusesMixingWithIntegers) {

@@ -53,8 +53,8 @@ Node deconv_node(const Deconv2d& p) {
 
 void check(const Node& node, const Shape& x_shape, const Shape& w_shape, const Deconv2d& effective,
            bool runtime_weights = false) {
-  const Tensor x = random_tensor(x_shape, 91), w = random_tensor(w_shape, 92);
-  const Tensor b = random_tensor({w_shape[1] * effective.group}, 93);
+  const Tensor x = random_floats(x_shape, 91), w = random_floats(w_shape, 92);
+  const Tensor b = random_floats({w_shape[1] * effective.group}, 93);
   const auto y = runtime_weights ? run_node_runtime_inputs(node, 22, {&x, &w, &b}) : run_node(node, 22, {&x, &w, &b});
   Shape want_shape;
   const std::vector<float> want = reference_deconv(x, w, &b, effective, &want_shape);
@@ -99,7 +99,7 @@ TEST(ConvTranspose, OutputShapeOneLargerAddsARowAtTheEnd) {
   node.attributes.set_ints("output_shape", {10, 8});
   check(node, {1, 2, 3, 3}, {2, 3, 3, 3}, {3, 2, 1, 1, 0, 0, -1, -1});
   node.attributes.set_ints("output_shape", {11, 8});  // -2: the start would be padded by -1
-  const Tensor x = random_tensor({1, 2, 3, 3}, 96), w = random_tensor({2, 3, 3, 3}, 97);
+  const Tensor x = random_floats({1, 2, 3, 3}, 96), w = random_floats({2, 3, 3, 3}, 97);
   try {
     run_node(node, 22, {&x, &w});
     ADD_FAILURE() << "expected a refusal";
@@ -109,7 +109,7 @@ TEST(ConvTranspose, OutputShapeOneLargerAddsARowAtTheEnd) {
 }
 
 TEST(ConvTranspose, OneSpatialDim) {
-  const Tensor x = random_tensor({1, 3, 6}, 94), w = random_tensor({3, 2, 3}, 95);
+  const Tensor x = random_floats({1, 3, 6}, 94), w = random_floats({3, 2, 3}, 95);
   Node node = make_node("ConvTranspose", 2);
   node.attributes.set_ints("strides", {2});
   node.attributes.set_ints("pads", {1, 0});

@@ -1,11 +1,12 @@
-// Helpers shared by the dense-op tests (conv, pool, matmul, batch norm): random
-// tensors, node building, running one node, comparing with a tolerance, and the
-// plain-loop references of the fused activations.
+// Helpers shared by the dense-op tests (conv, pool, matmul, batch norm): running one
+// node, and the plain-loop references of the fused activations. Random inputs
+// (random_floats), nodes and expect_close come from tests/test_util.h.
 #pragma once
 
 #include "graph/graph.h"
 #include "ops/evaluate.h"
 #include "ops/registry.h"
+#include "test_util.h"
 
 #include <ember/core/error.h>
 #include <ember/core/tensor.h>
@@ -20,30 +21,9 @@
 
 namespace ember::test {
 
-// Uniform values in [lo, hi), never all zero, reproducible by seed.
-inline Tensor random_tensor(const Shape& shape, uint32_t seed, float lo = -1.f, float hi = 1.f) {
-  Tensor t(DType::Float32, shape);
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  float* p = t.data_as<float>();
-  for (int64_t i = 0; i < t.numel(); ++i) p[i] = dist(gen);
-  return t;
-}
-
 inline std::vector<float> values_of(const Tensor& t) {
   const float* p = t.data_as<float>();
   return {p, p + t.numel()};
-}
-
-inline Node make_node(const std::string& op, size_t num_inputs, size_t num_outputs = 1,
-                      const std::string& domain = "") {
-  Node n;
-  n.name = std::string(1, 'n');  // (assigning a literal trips GCC 12's bogus -Wrestrict)
-  n.op_type = op;
-  n.domain = domain;
-  for (size_t i = 0; i < num_inputs; ++i) n.inputs.push_back("in" + std::to_string(i));
-  for (size_t i = 0; i < num_outputs; ++i) n.outputs.push_back("out" + std::to_string(i));
-  return n;
 }
 
 // Runs a node with evaluate_node; absent optional inputs are nullptr (and the node's
@@ -85,18 +65,6 @@ inline std::string why_refused(const Node& node, int64_t opset, const std::vecto
   for (const KernelEntry* e : find_kernels(node.domain, node.op_type, opset, DeviceKind::Cpu))
     if (e->factory(init, &why)) return "";
   return why;
-}
-
-// |got - want| <= atol + rtol * |want| elementwise.
-inline void expect_close(const Tensor& got, const std::vector<float>& want, float rtol, float atol) {
-  ASSERT_EQ(got.numel(), static_cast<int64_t>(want.size()));
-  const float* g = got.data_as<float>();
-  int bad = 0;
-  for (size_t i = 0; i < want.size() && bad < 5; ++i)
-    if (!(std::fabs(g[i] - want[i]) <= atol + rtol * std::fabs(want[i]))) {
-      ADD_FAILURE() << "element " << i << ": got " << g[i] << ", want " << want[i];
-      ++bad;
-    }
 }
 
 // Plain references of the fused activations, as the com.ember contract defines them.

@@ -75,19 +75,19 @@ Node layer_norm(int64_t axis, bool bias) {
 TEST(Float16Kernels, LayerNormalizationRowsWithScaleAndBias) {
   // BERT's shape, then odd sizes (tails of the 16-lane loops), then one long row.
   check_half_matches_float(layer_norm(-1, true), 17,
-                           {random_tensor({2, 5, 768}, 1, -3, 3), random_tensor({768}, 2), random_tensor({768}, 3)});
+                           {random_floats({2, 5, 768}, 1, -3, 3), random_floats({768}, 2), random_floats({768}, 3)});
   check_half_matches_float(layer_norm(-1, true), 17,
-                           {random_tensor({3, 33}, 4, -3, 5), random_tensor({33}, 5), random_tensor({33}, 6)});
+                           {random_floats({3, 33}, 4, -3, 5), random_floats({33}, 5), random_floats({33}, 6)});
   check_half_matches_float(layer_norm(1, true), 17,
-                           {random_tensor({1, 1031}, 7), random_tensor({1031}, 8), random_tensor({1031}, 9)});
+                           {random_floats({1, 1031}, 7), random_floats({1031}, 8), random_floats({1031}, 9)});
 }
 
 TEST(Float16Kernels, LayerNormalizationOverSeveralAxesAndBroadcastScale) {
-  check_half_matches_float(layer_norm(1, false), 17, {random_tensor({3, 7, 33}, 10), random_tensor({7, 33}, 11)});
+  check_half_matches_float(layer_norm(1, false), 17, {random_floats({3, 7, 33}, 10), random_floats({7, 33}, 11)});
   // Scale broadcast inside the normalized dims: the element-by-element path.
   check_half_matches_float(layer_norm(1, true), 17,
-                           {random_tensor({2, 7, 5}, 12), random_tensor({1, 5}, 13), random_tensor({7, 1}, 14)});
-  check_half_matches_float(layer_norm(-2, false), 17, {random_tensor({1, 1, 3}, 15), random_tensor({1, 3}, 16)});
+                           {random_floats({2, 7, 5}, 12), random_floats({1, 5}, 13), random_floats({7, 1}, 14)});
+  check_half_matches_float(layer_norm(-2, false), 17, {random_floats({1, 1, 3}, 15), random_floats({1, 3}, 16)});
 }
 
 Node softmax(const char* op, int64_t axis) {
@@ -100,21 +100,21 @@ TEST(Float16Kernels, SoftmaxLogSoftmaxHardmaxOnRowsAndColumns) {
   for (const char* op : {"Softmax", "LogSoftmax", "Hardmax"}) {
     SCOPED_TRACE(op);
     // Rows (the attention hot path), odd lengths, and a vocabulary-sized row.
-    check_half_matches_float(softmax(op, -1), 13, {random_tensor({2, 12, 37}, 20, -8, 8)});
-    check_half_matches_float(softmax(op, -1), 13, {random_tensor({3, 257}, 21, -8, 8)});
-    check_half_matches_float(softmax(op, -1), 13, {random_tensor({1, 5003}, 22, -8, 8)});
+    check_half_matches_float(softmax(op, -1), 13, {random_floats({2, 12, 37}, 20, -8, 8)});
+    check_half_matches_float(softmax(op, -1), 13, {random_floats({3, 257}, 21, -8, 8)});
+    check_half_matches_float(softmax(op, -1), 13, {random_floats({1, 5003}, 22, -8, 8)});
     // The axis not innermost: the column path, inner sizes 3 and 65 (a partial chunk).
-    check_half_matches_float(softmax(op, 1), 13, {random_tensor({2, 33, 3}, 23, -8, 8)});
-    check_half_matches_float(softmax(op, 0), 13, {random_tensor({7, 65}, 24, -8, 8)});
+    check_half_matches_float(softmax(op, 1), 13, {random_floats({2, 33, 3}, 23, -8, 8)});
+    check_half_matches_float(softmax(op, 0), 13, {random_floats({7, 65}, 24, -8, 8)});
     // Opset 11 flattens from `axis` on.
-    check_half_matches_float(softmax(op, 1), 11, {random_tensor({2, 3, 5}, 25, -8, 8)});
+    check_half_matches_float(softmax(op, 1), 11, {random_floats({2, 3, 5}, 25, -8, 8)});
   }
 }
 
 TEST(Float16Kernels, SoftmaxOfMaskedScoresHasNoNaN) {
   // Scores masked with -65504 (what the fp16 pass makes of -FLT_MAX masks) give exact
   // zeros, and the unmasked entries still sum to one.
-  Tensor x = random_tensor({4, 9}, 26, -4, 4);
+  Tensor x = random_floats({4, 9}, 26, -4, 4);
   for (int64_t r = 0; r < 4; ++r)
     for (int64_t c = r + 1; c < 9; ++c) x.data_as<float>()[r * 9 + c] = -65504.0f;
   check_half_matches_float(softmax("Softmax", -1), 13, {x});
@@ -145,12 +145,12 @@ TEST(Float16Kernels, ReduceMeanWithAxesInputAndAttribute) {
   // Opset 18: axes as an int64 input beside the float16 data.
   Node n = make_node("ReduceMean", 2);
   for (const auto& axes : std::vector<std::vector<int64_t>>{{2}, {0}, {1}, {0, 2}, {-1, 1}}) {
-    check_half_matches_float(n, 18, {random_tensor({3, 7, 33}, 30, -2, 3), int64s(axes)});
+    check_half_matches_float(n, 18, {random_floats({3, 7, 33}, 30, -2, 3), int64s(axes)});
   }
-  check_half_matches_float(make_node("ReduceMean", 1), 18, {random_tensor({5, 1001}, 31)});  // every axis
+  check_half_matches_float(make_node("ReduceMean", 1), 18, {random_floats({5, 1001}, 31)});  // every axis
   // Opset 13: axes as an attribute; BERT-style mean over the hidden size, kept dims.
-  check_half_matches_float(reduce("ReduceMean", 1, {-1}), 13, {random_tensor({2, 37, 768}, 32, -2, 3)});
-  check_half_matches_float(reduce("ReduceMean", 0, {2, 3}), 13, {random_tensor({2, 3, 7, 9}, 33)});
+  check_half_matches_float(reduce("ReduceMean", 1, {-1}), 13, {random_floats({2, 37, 768}, 32, -2, 3)});
+  check_half_matches_float(reduce("ReduceMean", 0, {2, 3}), 13, {random_floats({2, 3, 7, 9}, 33)});
 }
 
 TEST(Float16Kernels, EveryReduction) {
@@ -165,10 +165,10 @@ TEST(Float16Kernels, EveryReduction) {
     SCOPED_TRACE(c.op);
     const int64_t opset = std::string(c.op) == "ReduceSum" ? 13 : 18;
     for (const auto& axes : std::vector<std::vector<int64_t>>{{2}, {0}, {0, 2}})
-      check_half_matches_float(make_node(c.op, 2), opset, {random_tensor({3, 5, 17}, 40, c.lo, c.hi), int64s(axes)});
+      check_half_matches_float(make_node(c.op, 2), opset, {random_floats({3, 5, 17}, 40, c.lo, c.hi), int64s(axes)});
     // Opset 13 (12 for ReduceSum): axes attribute.
     check_half_matches_float(reduce(c.op, 0, {1}), std::string(c.op) == "ReduceSum" ? 12 : 13,
-                             {random_tensor({4, 129}, 41, c.lo, c.hi)});
+                             {random_floats({4, 129}, 41, c.lo, c.hi)});
   }
 }
 

@@ -15,7 +15,7 @@ std::vector<float> reference_matmul(const Tensor& ta, const Tensor& tb) {
 }
 
 void check_matmul(const Shape& a_shape, const Shape& b_shape, const Shape& y_shape) {
-  const Tensor a = random_tensor(a_shape, 21), b = random_tensor(b_shape, 22);
+  const Tensor a = random_floats(a_shape, 21), b = random_floats(b_shape, 22);
   const auto y = run_node(make_node("MatMul", 2), 13, {&a, &b});
   ASSERT_EQ(y[0].shape(), y_shape);
   expect_close(y[0], reference_matmul(a, b), kRtol, kAtol);
@@ -41,13 +41,13 @@ TEST(MatMul, BatchedWithBroadcasting) {
 }
 
 TEST(MatMul, TwoIntraOpThreads) {
-  const Tensor a = random_tensor({3, 33, 40}, 23), b = random_tensor({40, 65}, 24);
+  const Tensor a = random_floats({3, 33, 40}, 23), b = random_floats({40, 65}, 24);
   const auto y = run_node(make_node("MatMul", 2), 13, {&a, &b}, /*threads=*/2);
   expect_close(y[0], reference_matmul(a, b), kRtol, kAtol);
 }
 
 TEST(MatMul, MismatchedInnerDimsRaise) {
-  const Tensor a = random_tensor({3, 4}, 1), b = random_tensor({5, 6}, 2);
+  const Tensor a = random_floats({3, 4}, 1), b = random_floats({5, 6}, 2);
   EXPECT_THROW(run_node(make_node("MatMul", 2), 13, {&a, &b}), Error);
 }
 
@@ -56,11 +56,11 @@ TEST(MatMul, RefusesIntegers) {
 }
 
 TEST(FusedMatMul, BiasAndEveryActivation) {
-  const Tensor a = random_tensor({2, 3, 5}, 31), b = random_tensor({5, 7}, 32), bias = random_tensor({7}, 33);
+  const Tensor a = random_floats({2, 3, 5}, 31), b = random_floats({5, 7}, 32), bias = random_floats({7}, 33);
   const std::vector<float> mm = reference_matmul(a, b);
   for (const ActivationCase& act : all_activations())
     for (bool with_bias : {false, true}) {
-      Node node = make_node("FusedMatMul", with_bias ? 3 : 2, 1, "com.ember");
+      Node node = make_node("FusedMatMul", with_bias ? 3 : 2, 1, {}, "com.ember");
       set_activation(node, act);
       std::vector<const Tensor*> in{&a, &b};
       if (with_bias) in.push_back(&bias);
@@ -97,9 +97,9 @@ std::vector<float> reference_gemm(const Tensor& a, const Tensor& b, const Tensor
 
 void check_gemm(bool ta, bool tb, float alpha, float beta, const Shape& c_shape, bool c_constant = true) {
   const int64_t m = 5, k = 7, n = 6;
-  const Tensor a = random_tensor(ta ? Shape{k, m} : Shape{m, k}, 41);
-  const Tensor b = random_tensor(tb ? Shape{n, k} : Shape{k, n}, 42);
-  const Tensor c = random_tensor(c_shape, 43);
+  const Tensor a = random_floats(ta ? Shape{k, m} : Shape{m, k}, 41);
+  const Tensor b = random_floats(tb ? Shape{n, k} : Shape{k, n}, 42);
+  const Tensor c = random_floats(c_shape, 43);
   Node node = make_node("Gemm", 3);
   node.attributes.set_int("transA", ta);
   node.attributes.set_int("transB", tb);
@@ -124,16 +124,16 @@ TEST(Gemm, BroadcastShapesOfC) {
 }
 
 TEST(Gemm, WithoutC) {
-  const Tensor a = random_tensor({3, 4}, 51), b = random_tensor({4, 2}, 52);
+  const Tensor a = random_floats({3, 4}, 51), b = random_floats({4, 2}, 52);
   const auto y = run_node(make_node("Gemm", 2), 11, {&a, &b});
   expect_close(y[0], reference_gemm(a, b, nullptr, false, false, 1.f, 0.f), kRtol, kAtol);
 }
 
 TEST(FusedGemm, EveryActivation) {
-  const Tensor a = random_tensor({4, 3}, 61), b = random_tensor({5, 3}, 62), c = random_tensor({5}, 63);
+  const Tensor a = random_floats({4, 3}, 61), b = random_floats({5, 3}, 62), c = random_floats({5}, 63);
   const std::vector<float> base = reference_gemm(a, b, &c, false, true, 1.5f, 0.5f);
   for (const ActivationCase& act : all_activations()) {
-    Node node = make_node("FusedGemm", 3, 1, "com.ember");
+    Node node = make_node("FusedGemm", 3, 1, {}, "com.ember");
     node.attributes.set_int("transB", 1);
     node.attributes.set_float("alpha", 1.5f);
     node.attributes.set_float("beta", 0.5f);

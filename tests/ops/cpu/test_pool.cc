@@ -65,7 +65,7 @@ std::vector<float> reference_pool(const Tensor& x, const Pool2d& p, const std::s
 }
 
 void check(const std::string& op, const Pool2d& p, const Shape& x_shape, bool count_pad = false, int64_t lp = 2) {
-  const Tensor x = random_tensor(x_shape, 71);
+  const Tensor x = random_floats(x_shape, 71);
   Node node = pool_node(op, p);
   if (op == "AveragePool") node.attributes.set_int("count_include_pad", count_pad);
   if (op == "LpPool") node.attributes.set_int("p", lp);
@@ -99,7 +99,7 @@ TEST(LpPool, P1P2P3) {
 
 TEST(MaxPool, IndicesRowAndColumnMajor) {
   const Pool2d p{3, 3, 2, 2, 1, 1, 1, 0, 0, 1, true};
-  const Tensor x = random_tensor({2, 3, 7, 8}, 72);
+  const Tensor x = random_floats({2, 3, 7, 8}, 72);
   std::vector<int64_t> want_idx;
   const auto want = reference_pool(x, p, "max", false, 0, &want_idx);
   for (int64_t order : {0, 1}) {
@@ -124,7 +124,7 @@ TEST(Pool, AutoPadSameUpperAndLower) {
   // H: in 7, k 3, s 2 -> out 4, total pad 2 (1/1). W: in 8, k 3, s 2 -> out 4, total pad 1,
   // at the end for SAME_UPPER, at the start for SAME_LOWER.
   for (const std::string pad : {"SAME_UPPER", "SAME_LOWER"}) {
-    const Tensor x = random_tensor({1, 2, 7, 8}, 73);
+    const Tensor x = random_floats({1, 2, 7, 8}, 73);
     Node node = make_node("AveragePool", 1);
     node.attributes.set_ints("kernel_shape", {3, 3});
     node.attributes.set_ints("strides", {2, 2});
@@ -138,7 +138,7 @@ TEST(Pool, AutoPadSameUpperAndLower) {
 }
 
 TEST(Pool, OneSpatialDimMatches2dWithUnitHeight) {
-  const Tensor x = random_tensor({2, 3, 11}, 74);
+  const Tensor x = random_floats({2, 3, 11}, 74);
   Node node = make_node("MaxPool", 1);
   node.attributes.set_ints("kernel_shape", {3});
   node.attributes.set_ints("strides", {2});
@@ -149,7 +149,7 @@ TEST(Pool, OneSpatialDimMatches2dWithUnitHeight) {
 }
 
 TEST(GlobalPool, AverageAndMax) {
-  const Tensor x = random_tensor({2, 3, 5, 7}, 75);
+  const Tensor x = random_floats({2, 3, 5, 7}, 75);
   const auto avg = run_node(make_node("GlobalAveragePool", 1), 22, {&x});
   const auto max = run_node(make_node("GlobalMaxPool", 1), 22, {&x});
   ASSERT_EQ(avg[0].shape(), (Shape{2, 3, 1, 1}));
@@ -168,7 +168,7 @@ TEST(GlobalPool, AverageAndMax) {
 // 8-bit MaxPool (opset 12+) runs the plain loop; the float reference is exact on it.
 template <class T>
 void check_int8_max_pool(DType dtype, const Pool2d& p) {
-  const Tensor r = random_tensor({2, 3, 7, 9}, 73, -200.f, 300.f);
+  const Tensor r = random_floats({2, 3, 7, 9}, 73, -200.f, 300.f);
   Tensor x(dtype, r.shape()), xf(DType::Float32, r.shape());
   for (int64_t i = 0; i < x.numel(); ++i) {
     const float lo = std::numeric_limits<T>::lowest(), hi = std::numeric_limits<T>::max();
