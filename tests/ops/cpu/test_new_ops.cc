@@ -9,39 +9,20 @@
 #include <vector>
 
 #include "ops/evaluate.h"
+#include "test_util.h"
 
 namespace ember {
 namespace {
 
-Tensor random_floats(const Shape& shape, float lo, float hi, unsigned seed) {
-  Tensor t(DType::Float32, shape);
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data_as<float>()[i] = dist(rng);
-  return t;
-}
-
-Node make_node(const std::string& op, std::vector<std::string> inputs,
-               std::vector<std::string> outputs) {
-  Node node;
-  node.op_type = op;
-  node.name = "n";
-  node.inputs = std::move(inputs);
-  node.outputs = std::move(outputs);
-  return node;
-}
-
-void expect_close(const Tensor& got, const std::vector<double>& want, double tol) {
-  ASSERT_EQ(got.numel(), static_cast<int64_t>(want.size()));
-  for (size_t i = 0; i < want.size(); ++i)
-    ASSERT_NEAR(got.data_as<float>()[i], want[i], tol * (1 + std::abs(want[i]))) << "at " << i;
-}
+using test::expect_close;
+using test::make_node;
+using test::random_floats;
 
 double sigmoid(double x) { return 1 / (1 + std::exp(-x)); }
 
 TEST(SwiGLU, MatchesReference) {
   for (float alpha : {1.0f, 1.7f}) {
-    const Tensor a = random_floats({3, 5, 7}, -4, 4, 1), b = random_floats({3, 5, 7}, -2, 2, 2);
+    const Tensor a = random_floats({3, 5, 7}, 1, -4, 4), b = random_floats({3, 5, 7}, 2, -2, 2);
     Node node = make_node("SwiGLU", {"a", "b"}, {"y"});
     if (alpha != 1.0f) node.attributes.set_float("alpha", alpha);
     const auto out = evaluate_node(node, 28, {&a, &b});
@@ -50,19 +31,19 @@ TEST(SwiGLU, MatchesReference) {
       const double x = a.data_as<float>()[i];
       want[i] = x * sigmoid(alpha * x) * b.data_as<float>()[i];
     }
-    expect_close(out[0], want, 1e-5);
+    expect_close(out[0], want, 1e-5, 1e-5, "SwiGLU alpha " + std::to_string(alpha));
   }
 }
 
 TEST(SwiGLU, RejectsMismatchedShapes) {
-  const Tensor a = random_floats({2, 3}, -1, 1, 1), b = random_floats({1, 3}, -1, 1, 2);
+  const Tensor a = random_floats({2, 3}, 1, -1, 1), b = random_floats({1, 3}, 2, -1, 1);
   EXPECT_THROW(evaluate_node(make_node("SwiGLU", {"a", "b"}, {"y"}), 28, {&a, &b}), Error);
 }
 
 void check_causal_conv(int64_t n, int64_t c, int64_t len, int64_t k, bool bias, bool past,
                        const std::string& activation) {
-  const Tensor x = random_floats({n, c, len}, -2, 2, 3), w = random_floats({c, 1, k}, -1, 1, 4);
-  const Tensor bs = random_floats({c}, -1, 1, 5), st = random_floats({n, c, k - 1}, -2, 2, 6);
+  const Tensor x = random_floats({n, c, len}, 3, -2, 2), w = random_floats({c, 1, k}, 4, -1, 1);
+  const Tensor bs = random_floats({c}, 5, -1, 1), st = random_floats({n, c, k - 1}, 6, -2, 2);
   Node node = make_node("CausalConvWithState", {"x", "w", bias ? "b" : "", past ? "s" : ""},
                         {"y", "present"});
   node.attributes.set_string("activation", activation);
@@ -81,8 +62,8 @@ void check_causal_conv(int64_t n, int64_t c, int64_t len, int64_t k, bool bias, 
     }
     for (int64_t j = 0; j < k - 1; ++j) want_state.push_back(padded[len + j]);
   }
-  expect_close(out[0], want_y, 1e-5);
-  expect_close(out[1], want_state, 0);
+  expect_close(out[0], want_y, 1e-5, 1e-5, "CausalConvWithState y " + activation);
+  expect_close(out[1], want_state, 0, 0, "CausalConvWithState present " + activation);
 }
 
 TEST(CausalConvWithState, MatchesReference) {
@@ -93,7 +74,7 @@ TEST(CausalConvWithState, MatchesReference) {
 }
 
 TEST(CausalConvWithState, RejectsUnknownActivation) {
-  const Tensor x = random_floats({1, 2, 3}, -1, 1, 1), w = random_floats({2, 1, 2}, -1, 1, 2);
+  const Tensor x = random_floats({1, 2, 3}, 1, -1, 1), w = random_floats({2, 1, 2}, 2, -1, 1);
   Node node = make_node("CausalConvWithState", {"x", "w"}, {"y", "s"});
   node.attributes.set_string("activation", "relu");
   EXPECT_THROW(evaluate_node(node, 27, {&x, &w}), Error);
@@ -108,12 +89,12 @@ struct LaCase {
 };
 
 void check_linear_attention(const LaCase& c) {
-  const Tensor q = random_floats({c.b, c.t, c.hq * c.dk}, -1, 1, 7);
-  const Tensor k = random_floats({c.b, c.t, c.hkv * c.dk}, -1, 1, 8);
-  const Tensor v = random_floats({c.b, c.t, c.hkv * c.dv}, -1, 1, 9);
-  const Tensor s0 = random_floats({c.b, c.hkv, c.dk, c.dv}, -1, 1, 10);
-  const Tensor g = random_floats({c.b, c.t, c.decay_last}, -0.5, 0, 11);
-  const Tensor be = random_floats({c.b, c.t, c.beta_last}, 0.1, 0.9, 12);
+  const Tensor q = random_floats({c.b, c.t, c.hq * c.dk}, 7, -1, 1);
+  const Tensor k = random_floats({c.b, c.t, c.hkv * c.dk}, 8, -1, 1);
+  const Tensor v = random_floats({c.b, c.t, c.hkv * c.dv}, 9, -1, 1);
+  const Tensor s0 = random_floats({c.b, c.hkv, c.dk, c.dv}, 10, -1, 1);
+  const Tensor g = random_floats({c.b, c.t, c.decay_last}, 11, -0.5, 0);
+  const Tensor be = random_floats({c.b, c.t, c.beta_last}, 12, 0.1, 0.9);
   const bool gating = c.rule == "gated" || c.rule == "gated_delta";
   const bool delta = c.rule == "delta" || c.rule == "gated_delta";
   Node node = make_node("LinearAttention",
@@ -166,8 +147,8 @@ void check_linear_attention(const LaCase& c) {
       }
     }
   ASSERT_EQ(out[0].shape(), (Shape{c.b, c.t, c.hq * c.dv}));
-  expect_close(out[0], want_o, 1e-4);
-  expect_close(out[1], state, 1e-4);
+  expect_close(out[0], want_o, 1e-4, 1e-4, "LinearAttention o " + c.rule);
+  expect_close(out[1], state, 1e-4, 1e-4, "LinearAttention present " + c.rule);
 }
 
 TEST(LinearAttention, MatchesReferenceForEveryRule) {
@@ -180,8 +161,8 @@ TEST(LinearAttention, MatchesReferenceForEveryRule) {
 }
 
 TEST(LinearAttention, RejectsMissingDecay) {
-  const Tensor q = random_floats({1, 2, 4}, -1, 1, 1), k = random_floats({1, 2, 4}, -1, 1, 2);
-  const Tensor v = random_floats({1, 2, 4}, -1, 1, 3);
+  const Tensor q = random_floats({1, 2, 4}, 1, -1, 1), k = random_floats({1, 2, 4}, 2, -1, 1);
+  const Tensor v = random_floats({1, 2, 4}, 3, -1, 1);
   Node node = make_node("LinearAttention", {"q", "k", "v"}, {"o", "s"});
   node.attributes.set_string("update_rule", "gated");
   node.attributes.set_int("q_num_heads", 2);

@@ -1,6 +1,7 @@
 // LayerNormalization against a double-precision reference: every axis (negative too),
 // with and without bias, with the Mean/InvStdDev outputs, broadcast Scale/B.
 #include "ops/evaluate.h"
+#include "test_util.h"
 
 #include <gtest/gtest.h>
 
@@ -13,13 +14,8 @@
 namespace ember {
 namespace {
 
-Tensor random_floats(const Shape& shape, float lo, float hi, unsigned seed) {
-  Tensor t(DType::Float32, shape);
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data_as<float>()[i] = dist(rng);
-  return t;
-}
+using test::random_floats;
+using test::random_tensor;
 
 // Index into a parameter of shape `p` broadcast (numpy rules) to `x`, for x's flat index.
 int64_t broadcast_index(const Shape& x, const Shape& p, int64_t flat) {
@@ -39,9 +35,9 @@ int64_t broadcast_index(const Shape& x, const Shape& p, int64_t flat) {
 
 void check_layer_norm(const Shape& shape, int64_t axis, const Shape& scale_shape, bool bias,
                       bool stats, float epsilon = 1e-5f, int threads = 1) {
-  const Tensor x = random_floats(shape, -3, 5, 1);
-  const Tensor scale = random_floats(scale_shape, 0.5, 2, 2);
-  const Tensor b = random_floats(scale_shape, -1, 1, 3);
+  const Tensor x = random_floats(shape, 1, -3, 5);
+  const Tensor scale = random_floats(scale_shape, 2, 0.5, 2);
+  const Tensor b = random_floats(scale_shape, 3, -1, 1);
   Node node;
   node.op_type = "LayerNormalization";
   node.name = "ln";
@@ -114,11 +110,9 @@ TEST(LayerNorm, ScaleAndBiasBroadcastUnidirectionally) {
 }
 
 TEST(LayerNorm, Float64) {
-  Tensor x(DType::Float64, {3, 11}), s(DType::Float64, {11});
   std::mt19937 rng(5);
-  std::uniform_real_distribution<double> dist(-2, 2);
-  for (int64_t i = 0; i < x.numel(); ++i) x.data_as<double>()[i] = dist(rng);
-  for (int64_t i = 0; i < s.numel(); ++i) s.data_as<double>()[i] = dist(rng);
+  const Tensor x = random_tensor(DType::Float64, {3, 11}, -2, 2, rng);
+  const Tensor s = random_tensor(DType::Float64, {11}, -2, 2, rng);
   Node node;
   node.op_type = "LayerNormalization";
   node.inputs = {"x", "s"};
@@ -136,7 +130,7 @@ TEST(LayerNorm, Float64) {
 }
 
 TEST(LayerNorm, ScaleThatDoesNotBroadcastIsAnError) {
-  const Tensor x = random_floats({2, 6}, -1, 1, 4), s = random_floats({5}, -1, 1, 5);
+  const Tensor x = random_floats({2, 6}, 4, -1, 1), s = random_floats({5}, 5, -1, 1);
   Node node;
   node.op_type = "LayerNormalization";
   node.inputs = {"x", "s"};

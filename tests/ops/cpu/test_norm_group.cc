@@ -1,6 +1,7 @@
 // InstanceNormalization, GroupNormalization (opset 18: scale/bias per group; 21: per
 // channel), MeanVarianceNormalization and LpNormalization against plain references.
 #include "ops/evaluate.h"
+#include "test_util.h"
 
 #include <gtest/gtest.h>
 
@@ -13,22 +14,8 @@
 namespace ember {
 namespace {
 
-Tensor random_floats(const Shape& shape, float lo, float hi, unsigned seed) {
-  Tensor t(DType::Float32, shape);
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data_as<float>()[i] = dist(rng);
-  return t;
-}
-
-Node make_node(const std::string& op, size_t inputs) {
-  Node node;
-  node.op_type = op;
-  node.name = "norm";
-  for (size_t i = 0; i < inputs; ++i) node.inputs.push_back("in" + std::to_string(i));
-  node.outputs = {"y"};
-  return node;
-}
+using test::make_node;
+using test::random_floats;
 
 // y = (x - mean) / sqrt(var + eps) * scale + bias over groups of channels of [N, C, S].
 void check_groups(const Tensor& x, const Tensor& y, int64_t groups, const Tensor& scale,
@@ -53,8 +40,8 @@ void check_groups(const Tensor& x, const Tensor& y, int64_t groups, const Tensor
 
 TEST(InstanceNorm, PerChannelStatisticsOverSpatialDims) {
   for (const Shape& shape : {Shape{2, 3, 5, 7}, Shape{1, 4, 33}, Shape{3, 2, 2, 3, 4}}) {
-    const Tensor x = random_floats(shape, -2, 4, 1);
-    const Tensor scale = random_floats({shape[1]}, 0.5, 2, 2), bias = random_floats({shape[1]}, -1, 1, 3);
+    const Tensor x = random_floats(shape, 1, -2, 4);
+    const Tensor scale = random_floats({shape[1]}, 2, 0.5, 2), bias = random_floats({shape[1]}, 3, -1, 1);
     Node node = make_node("InstanceNormalization", 3);
     node.attributes.set_float("epsilon", 1e-3f);
     const Tensor y = evaluate_node(node, 6, {&x, &scale, &bias})[0];
@@ -63,11 +50,11 @@ TEST(InstanceNorm, PerChannelStatisticsOverSpatialDims) {
 }
 
 TEST(GroupNorm, Opset18ScalesPerGroupAndOpset21PerChannel) {
-  const Tensor x = random_floats({2, 6, 4, 5}, -2, 4, 4);
+  const Tensor x = random_floats({2, 6, 4, 5}, 4, -2, 4);
   for (int64_t groups : {1, 2, 3, 6}) {
     for (int64_t opset : {18, 21}) {
       const int64_t params = opset == 18 ? groups : 6;
-      const Tensor scale = random_floats({params}, 0.5, 2, 5), bias = random_floats({params}, -1, 1, 6);
+      const Tensor scale = random_floats({params}, 5, 0.5, 2), bias = random_floats({params}, 6, -1, 1);
       Node node = make_node("GroupNormalization", 3);
       node.attributes.set_int("num_groups", groups);
       const Tensor y = evaluate_node(node, opset, {&x, &scale, &bias})[0];
@@ -77,8 +64,8 @@ TEST(GroupNorm, Opset18ScalesPerGroupAndOpset21PerChannel) {
 }
 
 TEST(GroupNorm, GroupsMustDivideChannelsAndParamsMatchTheOpset) {
-  const Tensor x = random_floats({1, 6, 3}, -1, 1, 7);
-  const Tensor p4 = random_floats({4}, -1, 1, 8), p6 = random_floats({6}, -1, 1, 9);
+  const Tensor x = random_floats({1, 6, 3}, 7, -1, 1);
+  const Tensor p4 = random_floats({4}, 8, -1, 1), p6 = random_floats({6}, 9, -1, 1);
   Node node = make_node("GroupNormalization", 3);
   node.attributes.set_int("num_groups", 4);
   EXPECT_THROW(evaluate_node(node, 18, {&x, &p4, &p4}), Error);
@@ -88,7 +75,7 @@ TEST(GroupNorm, GroupsMustDivideChannelsAndParamsMatchTheOpset) {
 
 // (x - E[x]) / (sqrt(E[x^2] - E[x]^2) + 1e-9) over `axes`.
 void check_mvn(const Shape& shape, const std::vector<int64_t>& axes, bool default_axes) {
-  const Tensor x = random_floats(shape, -2, 4, 10);
+  const Tensor x = random_floats(shape, 10, -2, 4);
   Node node = make_node("MeanVarianceNormalization", 1);
   if (!default_axes) node.attributes.set_ints("axes", axes);
   const Tensor y = evaluate_node(node, 13, {&x})[0];
@@ -126,7 +113,7 @@ TEST(MeanVarianceNorm, DefaultAndExplicitAxes) {
 
 TEST(LpNorm, P1AndP2AlongEveryAxisWithZeroNormGivingZero) {
   const Shape shape = {3, 4, 5};
-  Tensor x = random_floats(shape, -2, 2, 11);
+  Tensor x = random_floats(shape, 11, -2, 2);
   for (int64_t i = 0; i < 5; ++i) x.data_as<float>()[i] = 0;  // one zero row along the last axis
   for (int64_t p : {1, 2})
     for (int64_t axis = -3; axis < 3; ++axis) {

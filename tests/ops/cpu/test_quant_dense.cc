@@ -18,8 +18,8 @@ template <class T> int at(const Tensor& t, int64_t i) { return static_cast<int>(
 int value(const Tensor& t, int64_t i) { return t.dtype() == DType::Int8 ? at<int8_t>(t, i) : at<uint8_t>(t, i); }
 
 Tensor random_q(DType t, const Shape& shape, unsigned seed) {
-  return t == DType::Int8 ? random_ints<int8_t>(t, shape, -128, 127, seed)
-                          : random_ints<uint8_t>(t, shape, 0, 255, seed);
+  return t == DType::Int8 ? seeded_tensor(t, shape, seed, -128, 127)
+                          : seeded_tensor(t, shape, seed, 0, 255);
 }
 
 // Reference batched matmul of 3-D a [B or 1, M, K] and b [B or 1, K, N] with per-row a
@@ -85,8 +85,8 @@ void check_qlinear_matmul(DType t, DType scale_type, bool per_row_col) {
   const Tensor a = random_q(t, {batch, m, k}, 11), b = random_q(t, {batch, k, n}, 12);
   const Shape as = per_row_col ? Shape{m} : Shape{}, bs = per_row_col ? Shape{n} : Shape{};
   const Tensor azp = random_q(t, as, 13), bzp = random_q(t, bs, 14), yzp = random_q(t, {}, 15);
-  const Tensor asf = random_floats(as, 0.005f, 0.02f, 16), bsf = random_floats(bs, 0.005f, 0.02f, 17);
-  const Tensor ysf = random_floats({}, 0.2f, 0.4f, 18);
+  const Tensor asf = random_floats(as, 16, 0.005f, 0.02f), bsf = random_floats(bs, 17, 0.005f, 0.02f);
+  const Tensor ysf = random_floats({}, 18, 0.2f, 0.4f);
   auto to_scale = [&](const Tensor& f) {
     if (scale_type == DType::Float32) return f;
     Tensor h(DType::Float16, f.shape());
@@ -194,9 +194,9 @@ TEST(QLinearConv, PerChannelWeightScaleAndBiasRequantizes) {
     const int64_t oh = out_h(p), ow = out_w(p);
     const Tensor x = random_q(t, {p.n, p.c, p.h, p.w}, 31), w = random_q(DType::Int8, {p.m, p.c / p.group, p.kh, p.kw}, 32);
     const Tensor xzp = random_q(t, {}, 33), wzp = random_q(DType::Int8, {p.m}, 34), yzp = random_q(t, {}, 35);
-    const Tensor xs = random_floats({}, 0.01f, 0.03f, 36), ws = random_floats({p.m}, 0.01f, 0.03f, 37);
-    const Tensor ys = random_floats({}, 0.05f, 0.1f, 38);
-    const Tensor bias = random_ints<int32_t>(DType::Int32, {p.m}, -3000, 3000, 39);
+    const Tensor xs = random_floats({}, 36, 0.01f, 0.03f), ws = random_floats({p.m}, 37, 0.01f, 0.03f);
+    const Tensor ys = random_floats({}, 38, 0.05f, 0.1f);
+    const Tensor bias = seeded_tensor(DType::Int32, {p.m}, 39, -3000, 3000);
     Node node = conv_node("QLinearConv", 9, p, false);
     const Tensor y = evaluate_node(node, 10, {&x, &xs, &xzp, &w, &ws, &wzp, &ys, &yzp, &bias})[0];
     ASSERT_EQ(y.dtype(), t);

@@ -52,11 +52,11 @@ void check_quantize_int(DType qtype, const Shape& shape, int64_t axis, int64_t b
                         int64_t opset, unsigned seed) {
   const double lo = std::numeric_limits<Q>::min(), hi = std::numeric_limits<Q>::max();
   // Values reach past the type's range so saturation is exercised.
-  Tensor x = random_floats(shape, -1.5f, 1.5f, seed);
+  Tensor x = random_floats(shape, seed, -1.5f, 1.5f);
   x.data_as<float>()[0] = 2.5f / 64;  // an exact tie at scale 1/64: rounds to even
-  Tensor scale = random_floats(sshape, 1.0f / float(hi - lo), 3.0f / float(hi - lo), seed + 1);
+  Tensor scale = random_floats(sshape, seed + 1, 1.0f / float(hi - lo), 3.0f / float(hi - lo));
   if (sshape.empty()) *scale.data_as<float>() = 1.0f / 64;
-  Tensor zp = random_ints<Q>(qtype, sshape, (int)lo, (int)hi, seed + 2);
+  Tensor zp = seeded_tensor(qtype, sshape, seed + 2, lo, hi);
   const Tensor y = quantize(x, scale, &zp, opset, {{"axis", axis}, {"block_size", block}});
   ASSERT_EQ(y.dtype(), qtype);
   ASSERT_EQ(y.shape(), shape);
@@ -97,8 +97,8 @@ TEST(QuantizeLinear, NoZeroPointGivesUint8OrOutputDtype) {
 TEST(QuantizeLinear, Int4AndUint4ArePackedLowNibbleFirst) {
   for (const bool is_signed : {true, false}) {
     const Shape shape{3, 5};  // odd count: the last byte holds one element
-    const Tensor x = random_floats(shape, -12.0f, 20.0f, 7);
-    const Tensor s = random_floats({3}, 0.5f, 2.0f, 8);
+    const Tensor x = random_floats(shape, 7, -12.0f, 20.0f);
+    const Tensor s = random_floats({3}, 8, 0.5f, 2.0f);
     std::vector<int> zps = is_signed ? std::vector<int>{-1, 0, 3} : std::vector<int>{0, 4, 9};
     const DType t = is_signed ? DType::Int4 : DType::UInt4;
     const Tensor zp = pack4(t, {3}, zps);
@@ -126,7 +126,7 @@ int nearest_f8(const F8& f, double q) {
 
 void check_quantize_f8(DType t, const F8& f, bool saturate) {
   std::vector<float> xs = {0.0f, -0.0f, 1.0625f, 1.1875f, -3.1f, 0.013f, 1e-4f, INFINITY, -INFINITY, 1e9f, NAN};
-  const Tensor r = random_floats({37}, -200.0f, 200.0f, 11);
+  const Tensor r = random_floats({37}, 11, -200.0f, 200.0f);
   xs.insert(xs.end(), r.data_as<float>(), r.data_as<float>() + 37);
   const Tensor x = filled<float>(DType::Float32, {(int64_t)xs.size()}, xs);
   const Tensor s = filled<float>(DType::Float32, {}, {1.0f});
@@ -175,18 +175,18 @@ TEST(QuantizeLinear, Float16InputAndScaleDivideInFloat16) {
 }
 
 TEST(QuantizeLinear, BadScaleShapeRaises) {
-  const Tensor x = random_floats({2, 3}, -1, 1, 1), s = random_floats({4}, 1, 2, 2);
+  const Tensor x = random_floats({2, 3}, 1, -1, 1), s = random_floats({4}, 2, 1, 2);
   EXPECT_THROW(quantize(x, s, nullptr, 13), Error);
-  const Tensor b = random_floats({2, 2}, 1, 2, 2);
+  const Tensor b = random_floats({2, 2}, 2, 1, 2);
   EXPECT_THROW(quantize(x, b, nullptr, 21, {{"axis", 1}, {"block_size", 1}}), Error);
 }
 
 template <class Q>
 void check_dequantize(DType qtype, const Shape& shape, int64_t axis, int64_t block, const Shape& sshape, int lo,
                       int hi, bool with_zp) {
-  const Tensor x = random_ints<Q>(qtype, shape, lo, hi, 21);
-  const Tensor s = random_floats(sshape, 0.01f, 2.0f, 22);
-  const Tensor zp = random_ints<Q>(qtype, sshape, lo, hi, 23);
+  const Tensor x = seeded_tensor(qtype, shape, 21, lo, hi);
+  const Tensor s = random_floats(sshape, 22, 0.01f, 2.0f);
+  const Tensor zp = seeded_tensor(qtype, sshape, 23, lo, hi);
   const Tensor y = dequantize(x, s, with_zp ? &zp : nullptr, 21, {{"axis", axis}, {"block_size", block}});
   ASSERT_EQ(y.dtype(), DType::Float32);
   const int64_t ax = axis < 0 ? axis + (int64_t)shape.size() : axis;
@@ -233,7 +233,7 @@ TEST(DequantizeLinear, Float8EveryCodeAndE8M0Scale) {
 
 TEST(DynamicQuantizeLinear, MatchesTheFloat32Definition) {
   for (auto [lo, hi] : {std::pair{-3.0f, 5.0f}, std::pair{0.5f, 4.0f}, std::pair{-6.0f, -1.0f}}) {
-    const Tensor x = random_floats({3, 17}, lo, hi, 31);
+    const Tensor x = random_floats({3, 17}, 31, lo, hi);
     Node node = make_node("DynamicQuantizeLinear", 1, 3);
     const auto out = evaluate_node(node, 11, {&x});
     float mn = 0, mx = 0;

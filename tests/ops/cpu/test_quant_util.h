@@ -1,9 +1,10 @@
-// Helpers for the quantization op tests: building nodes, random tensors, and plain
-// references for rounding and 4-bit / float8 element access.
+// Helpers for the quantization op tests: plain references for rounding and 4-bit /
+// float8 element access. Nodes and random tensors come from tests/test_util.h.
 #pragma once
 
 #include <ember/core/float16.h>
 #include "ops/evaluate.h"
+#include "test_util.h"
 
 #include <ember/core/tensor.h>
 
@@ -16,35 +17,13 @@
 
 namespace ember::quant_test {
 
-inline Node make_node(const std::string& op, size_t num_inputs, size_t num_outputs = 1) {
-  Node node;
-  node.op_type = op;
-  node.name = "q";
-  for (size_t i = 0; i < num_inputs; ++i) node.inputs.push_back("in" + std::to_string(i));
-  for (size_t i = 0; i < num_outputs; ++i) node.outputs.push_back("out" + std::to_string(i));
-  return node;
-}
+using test::make_node;
+using test::random_floats;
+using test::seeded_tensor;
 
 template <class T> Tensor filled(DType dtype, const Shape& shape, const std::vector<T>& values) {
   Tensor t(dtype, shape);
   std::memcpy(t.data(), values.data(), values.size() * sizeof(T));
-  return t;
-}
-
-inline Tensor random_floats(const Shape& shape, float lo, float hi, unsigned seed) {
-  Tensor t(DType::Float32, shape);
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data_as<float>()[i] = dist(rng);
-  return t;
-}
-
-// Random integers in [lo, hi] stored as T.
-template <class T> Tensor random_ints(DType dtype, const Shape& shape, int lo, int hi, unsigned seed) {
-  Tensor t(dtype, shape);
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> dist(lo, hi);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data_as<T>()[i] = static_cast<T>(dist(rng));
   return t;
 }
 

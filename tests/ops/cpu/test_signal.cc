@@ -1,5 +1,6 @@
 // Window functions and DFT against their textbook formulas.
 #include "ops/evaluate.h"
+#include "test_util.h"
 
 #include <gtest/gtest.h>
 
@@ -11,14 +12,7 @@
 namespace ember {
 namespace {
 
-Node make_node(std::string op, std::vector<std::string> inputs) {
-  Node n;
-  n.name = op;
-  n.op_type = std::move(op);
-  n.inputs = std::move(inputs);
-  n.outputs = {"y"};
-  return n;
-}
+using test::make_node;
 
 TEST(Signal, WindowsMatchFormulasPeriodicAndSymmetric) {
   Tensor size(DType::Int64, {});
@@ -26,7 +20,7 @@ TEST(Signal, WindowsMatchFormulasPeriodicAndSymmetric) {
   for (bool periodic : {true, false}) {
     const double n_total = periodic ? 7 : 6;
     for (const char* op : {"HannWindow", "HammingWindow", "BlackmanWindow"}) {
-      Node node = make_node(op, {"size"});
+      Node node = make_node(op, {"size"}, {"y"});
       node.attributes.set_int("periodic", periodic);
       const Tensor y = evaluate_node(node, 17, {&size})[0];
       ASSERT_EQ(y.shape(), Shape{7});
@@ -53,7 +47,7 @@ TEST(Signal, DftMatchesDirectSum) {
   length.data_as<int64_t>()[0] = n;
   axis.data_as<int64_t>()[0] = 1;
   for (bool inverse : {false, true}) {
-    Node node = make_node("DFT", {"x", "n", "axis"});
+    Node node = make_node("DFT", {"x", "n", "axis"}, {"y"});
     node.attributes.set_int("inverse", inverse);
     const Tensor y = evaluate_node(node, 20, {&x, &length, &axis})[0];
     ASSERT_EQ(y.shape(), (Shape{outer, n, inner, 2}));

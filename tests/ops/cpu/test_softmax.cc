@@ -2,6 +2,7 @@
 // axis semantics: opset <= 12 coerces to 2-D at `axis` (default 1), opset 13+
 // normalizes along `axis` (default -1). Also checks the polynomial exp's accuracy.
 #include "ops/evaluate.h"
+#include "test_util.h"
 
 #include <gtest/gtest.h>
 
@@ -15,13 +16,8 @@
 namespace ember {
 namespace {
 
-Tensor random_floats(const Shape& shape, float lo, float hi, unsigned seed) {
-  Tensor t(DType::Float32, shape);
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data_as<float>()[i] = dist(rng);
-  return t;
-}
+using test::random_floats;
+using test::seeded_tensor;
 
 Tensor run_softmax(const std::string& op, int64_t opset, const Tensor& x, std::optional<int64_t> axis,
                    int threads = 1) {
@@ -87,7 +83,7 @@ TEST(Softmax, Opset13EveryAxisIncludingNegativeAndDefault) {
   unsigned seed = 1;
   for (const Shape& shape : {Shape{3, 5, 7}, Shape{2, 3, 70}, Shape{2, 131, 3}, Shape{37}})
     for (const std::string op : {"Softmax", "LogSoftmax", "Hardmax"}) {
-      const Tensor x = random_floats(shape, -6, 6, seed++);
+      const Tensor x = random_floats(shape, seed++, -6, 6);
       const int64_t rank = x.rank();
       check(op, 13, x, std::nullopt);
       for (int64_t axis = -rank; axis < rank; ++axis) check(op, 13, x, axis);
@@ -97,13 +93,13 @@ TEST(Softmax, Opset13EveryAxisIncludingNegativeAndDefault) {
 TEST(Softmax, Opset12CoercesTo2DAtAxis) {
   unsigned seed = 50;
   for (const std::string op : {"Softmax", "LogSoftmax", "Hardmax"}) {
-    const Tensor x = random_floats({2, 3, 4, 5}, -6, 6, seed++);
+    const Tensor x = random_floats({2, 3, 4, 5}, seed++, -6, 6);
     check(op, 12, x, std::nullopt);  // default axis 1: rows of 3*4*5
     check(op, 1, x, std::nullopt);
     for (int64_t axis = -4; axis <= 4; ++axis) check(op, 11, x, axis);
   }
   // The two semantics really differ on the same node.
-  const Tensor x = random_floats({2, 3, 4}, -3, 3, 60);
+  const Tensor x = random_floats({2, 3, 4}, 60, -3, 3);
   const Tensor old_y = run_softmax("Softmax", 12, x, 1), new_y = run_softmax("Softmax", 13, x, 1);
   EXPECT_NE(old_y.data_as<float>()[0], new_y.data_as<float>()[0]);
 }
@@ -138,18 +134,15 @@ TEST(Softmax, PolynomialExpRelativeErrorBelow1e6) {
 }
 
 TEST(Softmax, LargeInputsAndLongRowsStayFinite) {
-  const Tensor x = random_floats({3, 4, 1000}, -1000, 1000, 70);
+  const Tensor x = random_floats({3, 4, 1000}, 70, -1000, 1000);
   check("Softmax", 13, x, -1, 4);
   check("LogSoftmax", 13, x, -1, 4);
-  const Tensor scores = random_floats({2, 12, 33, 33}, -8, 8, 71);  // attention-shaped
+  const Tensor scores = random_floats({2, 12, 33, 33}, 71, -8, 8);  // attention-shaped
   check("Softmax", 13, scores, -1, 4);
 }
 
 TEST(Softmax, Float64) {
-  Tensor x(DType::Float64, {3, 17});
-  std::mt19937 rng(3);
-  std::uniform_real_distribution<double> dist(-5, 5);
-  for (int64_t i = 0; i < x.numel(); ++i) x.data_as<double>()[i] = dist(rng);
+  const Tensor x = seeded_tensor(DType::Float64, {3, 17}, 3, -5, 5);
   const Tensor y = run_softmax("Softmax", 13, x, 1);
   for (int64_t r = 0; r < 3; ++r) {
     double s = 0;
@@ -160,7 +153,7 @@ TEST(Softmax, Float64) {
 }
 
 TEST(Softmax, AxisOutOfRangeIsAnError) {
-  const Tensor x = random_floats({2, 3}, -1, 1, 80);
+  const Tensor x = random_floats({2, 3}, 80, -1, 1);
   EXPECT_THROW(run_softmax("Softmax", 13, x, 2), Error);
   EXPECT_THROW(run_softmax("LogSoftmax", 11, x, -3), Error);
 }

@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "test_vision_util.h"
+#include "test_util.h"
 
 #include <cmath>
 #include <limits>
@@ -19,9 +19,9 @@ using test::random_floats;
 // Y, present_key and the post-softmax qk output against a direct loop.
 TEST(VisionAttention, GqaWithCacheCausalMaskAndSoftcapMatchesLoop) {
   const int64_t b = 2, hq = 4, hk = 2, s = 3, kv = 2, past = 3, d = 5, dv = 4, total = past + kv;
-  const Tensor q = random_floats({b, hq, s, d}, -1, 1, 1), k = random_floats({b, hk, kv, d}, -1, 1, 2);
-  const Tensor v = random_floats({b, hk, kv, dv}, -1, 1, 3);
-  const Tensor pk = random_floats({b, hk, past, d}, -1, 1, 4), pv = random_floats({b, hk, past, dv}, -1, 1, 5);
+  const Tensor q = random_floats({b, hq, s, d}, 1, -1, 1), k = random_floats({b, hk, kv, d}, 2, -1, 1);
+  const Tensor v = random_floats({b, hk, kv, dv}, 3, -1, 1);
+  const Tensor pk = random_floats({b, hk, past, d}, 4, -1, 1), pv = random_floats({b, hk, past, dv}, 5, -1, 1);
   Tensor mask(DType::Bool, {s, total});
   for (int64_t i = 0; i < s * total; ++i) mask.data_as<bool>()[i] = i % 4 != 1;
   Node node = make_node("Attention", {"q", "k", "v", "m", "pk", "pv"}, {"y", "pk_out", "pv_out", "qk"});
@@ -72,8 +72,8 @@ TEST(VisionAttention, GqaWithCacheCausalMaskAndSoftcapMatchesLoop) {
 
 // A row whose keys are all masked gives zeros, not NaN; 3-D packed heads.
 TEST(VisionAttention, FullyMaskedRowIsZeroWithPackedHeads) {
-  const Tensor q = random_floats({1, 2, 6}, -1, 1, 6), k = random_floats({1, 3, 6}, -1, 1, 7);
-  const Tensor v = random_floats({1, 3, 4}, -1, 1, 8);
+  const Tensor q = random_floats({1, 2, 6}, 6, -1, 1), k = random_floats({1, 3, 6}, 7, -1, 1);
+  const Tensor v = random_floats({1, 3, 4}, 8, -1, 1);
   Tensor mask(DType::Float32, {2, 3});
   const float inf = std::numeric_limits<float>::infinity();
   const float m[6] = {-inf, -inf, -inf, 0.f, -inf, 0.5f};
@@ -99,8 +99,8 @@ TEST(VisionAttention, FullyMaskedRowIsZeroWithPackedHeads) {
 // Bilinear, align_corners=0, zeros padding, some points outside the image.
 TEST(VisionGridSample, BilinearZerosMatchesLoop) {
   const int64_t n = 1, c = 2, h = 3, w = 4, oh = 2, ow = 5;
-  const Tensor x = random_floats({n, c, h, w}, -1, 1, 9);
-  const Tensor grid = random_floats({n, oh, ow, 2}, -1.3f, 1.3f, 10);
+  const Tensor x = random_floats({n, c, h, w}, 9, -1, 1);
+  const Tensor grid = random_floats({n, oh, ow, 2}, 10, -1.3f, 1.3f);
   Node node = make_node("GridSample", {"x", "g"}, {"y"});
   const Tensor y = evaluate_node(node, 16, {&x, &grid})[0];
   ASSERT_EQ(y.shape(), (Shape{n, c, oh, ow}));

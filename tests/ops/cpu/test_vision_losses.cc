@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "test_vision_util.h"
+#include "test_util.h"
 
 #include <cmath>
 #include <random>
@@ -18,8 +18,8 @@ using test::random_floats;
 // without weights, NLL and softmax cross-entropy.
 void check_loss(bool softmax, const std::string& reduction, bool weighted) {
   const int64_t n = 3, c = 5, d = 7, ignore = 2;
-  const Tensor x = random_floats({n, c, d}, -3, 1, 1);
-  const Tensor weight = random_floats({c}, 0.2f, 2, 2);
+  const Tensor x = random_floats({n, c, d}, 1, -3, 1);
+  const Tensor weight = random_floats({c}, 2, 0.2f, 2);
   Tensor target(DType::Int64, {n, d});
   std::mt19937 rng(3);
   for (int64_t i = 0; i < n * d; ++i) target.data_as<int64_t>()[i] = rng() % c;
@@ -73,8 +73,8 @@ TEST(VisionLosses, NllAndSoftmaxCrossEntropyMatchLoopsForEveryReduction) {
 
 TEST(VisionNorm, RmsNormalizationMatchesLoopWithBroadcastScale) {
   const Shape shape = {2, 3, 5};
-  const Tensor x = random_floats(shape, -2, 3, 4);
-  const Tensor scale = random_floats({1, 5}, 0.5, 2, 5);
+  const Tensor x = random_floats(shape, 4, -2, 3);
+  const Tensor scale = random_floats({1, 5}, 5, 0.5, 2);
   for (int64_t axis : {-1, 1}) {
     Node node = make_node("RMSNormalization", {"x", "s"}, {"y"});
     node.attributes.set_int("axis", axis);
@@ -96,9 +96,9 @@ TEST(VisionNorm, RmsNormalizationMatchesLoopWithBroadcastScale) {
 // 4-D X [B, H, S, D] with position_ids, partial rotation, both pairings.
 TEST(VisionRotary, RotaryEmbeddingMatchesLoop) {
   const int64_t b = 2, h = 3, s = 4, d = 6, rot = 4, max_pos = 9;
-  const Tensor x = random_floats({b, h, s, d}, -1, 1, 6);
-  const Tensor cos = random_floats({max_pos, rot / 2}, -1, 1, 7);
-  const Tensor sin = random_floats({max_pos, rot / 2}, -1, 1, 8);
+  const Tensor x = random_floats({b, h, s, d}, 6, -1, 1);
+  const Tensor cos = random_floats({max_pos, rot / 2}, 7, -1, 1);
+  const Tensor sin = random_floats({max_pos, rot / 2}, 8, -1, 1);
   Tensor pos(DType::Int64, {b, s});
   for (int64_t i = 0; i < b * s; ++i) pos.data_as<int64_t>()[i] = (i * 5 + 1) % max_pos;
   for (bool interleaved : {false, true}) {

@@ -1,5 +1,6 @@
 // LRN, GlobalLpPool, MaxUnpool, AffineGrid and RoiAlign against plain loops.
 #include "ops/evaluate.h"
+#include "test_util.h"
 
 #include <gtest/gtest.h>
 
@@ -9,27 +10,13 @@
 namespace ember {
 namespace {
 
-Tensor random_floats(const Shape& shape, float lo, float hi, unsigned seed) {
-  Tensor t(DType::Float32, shape);
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  for (int64_t i = 0; i < t.numel(); ++i) t.data_as<float>()[i] = dist(rng);
-  return t;
-}
-
-Node make_node(std::string op, std::vector<std::string> inputs) {
-  Node n;
-  n.name = op;
-  n.op_type = std::move(op);
-  n.inputs = std::move(inputs);
-  n.outputs = {"y"};
-  return n;
-}
+using test::make_node;
+using test::random_floats;
 
 TEST(VisionPool, LrnMatchesLoopWithEvenSize) {
   const int64_t n = 2, c = 5, s = 3, size = 4;
-  const Tensor x = random_floats({n, c, s}, -2, 2, 1);
-  Node node = make_node("LRN", {"x"});
+  const Tensor x = random_floats({n, c, s}, 1, -2, 2);
+  Node node = make_node("LRN", {"x"}, {"y"});
   node.attributes.set_int("size", size);
   node.attributes.set_float("alpha", 0.3f);
   node.attributes.set_float("beta", 0.6f);
@@ -48,8 +35,8 @@ TEST(VisionPool, LrnMatchesLoopWithEvenSize) {
 }
 
 TEST(VisionPool, GlobalLpPoolIsThePNormOfEachPlane) {
-  const Tensor x = random_floats({2, 3, 4, 5}, -2, 2, 2);
-  Node node = make_node("GlobalLpPool", {"x"});
+  const Tensor x = random_floats({2, 3, 4, 5}, 2, -2, 2);
+  Node node = make_node("GlobalLpPool", {"x"}, {"y"});
   node.attributes.set_int("p", 3);
   const Tensor y = evaluate_node(node, 2, {&x})[0];
   ASSERT_EQ(y.shape(), (Shape{2, 3, 1, 1}));
@@ -61,11 +48,11 @@ TEST(VisionPool, GlobalLpPoolIsThePNormOfEachPlane) {
 }
 
 TEST(VisionPool, MaxUnpoolScattersAtIndices) {
-  const Tensor x = random_floats({1, 2, 2, 2}, 1, 2, 3);
+  const Tensor x = random_floats({1, 2, 2, 2}, 3, 1, 2);
   Tensor indices(DType::Int64, {1, 2, 2, 2});
   const int64_t idx[8] = {0, 3, 9, 14, 17, 18, 28, 31};  // flat over [1, 2, 4, 4]
   std::copy(idx, idx + 8, indices.data_as<int64_t>());
-  Node node = make_node("MaxUnpool", {"x", "i"});
+  Node node = make_node("MaxUnpool", {"x", "i"}, {"y"});
   node.attributes.set_ints("kernel_shape", {2, 2});
   node.attributes.set_ints("strides", {2, 2});
   const Tensor y = evaluate_node(node, 11, {&x, &indices})[0];
@@ -76,12 +63,12 @@ TEST(VisionPool, MaxUnpoolScattersAtIndices) {
 }
 
 TEST(VisionPool, AffineGrid2dMapsBaseCoordinates) {
-  const Tensor theta = random_floats({2, 2, 3}, -1, 1, 4);
+  const Tensor theta = random_floats({2, 2, 3}, 4, -1, 1);
   Tensor size(DType::Int64, {4});
   const int64_t sz[4] = {2, 1, 3, 5};
   std::copy(sz, sz + 4, size.data_as<int64_t>());
   for (bool align : {false, true}) {
-    Node node = make_node("AffineGrid", {"theta", "size"});
+    Node node = make_node("AffineGrid", {"theta", "size"}, {"y"});
     node.attributes.set_int("align_corners", align);
     const Tensor y = evaluate_node(node, 20, {&theta, &size})[0];
     ASSERT_EQ(y.shape(), (Shape{2, 3, 5, 2}));
@@ -101,12 +88,12 @@ TEST(VisionPool, AffineGrid2dMapsBaseCoordinates) {
 // bilinear samples.
 TEST(VisionPool, RoiAlignAverageMatchesLoop) {
   const int64_t h = 6, w = 7;
-  const Tensor x = random_floats({1, 1, h, w}, -1, 1, 5);
+  const Tensor x = random_floats({1, 1, h, w}, 5, -1, 1);
   Tensor rois(DType::Float32, {1, 4});
   const float box[4] = {1.2f, 0.7f, 5.9f, 4.4f};
   std::copy(box, box + 4, rois.data_as<float>());
   Tensor batch(DType::Int64, {1});
-  Node node = make_node("RoiAlign", {"x", "rois", "b"});
+  Node node = make_node("RoiAlign", {"x", "rois", "b"}, {"y"});
   node.attributes.set_int("output_height", 2);
   node.attributes.set_int("output_width", 3);
   node.attributes.set_int("sampling_ratio", 2);
