@@ -1,9 +1,11 @@
-// Helpers for the shape/movement op tests: building nodes, random tensors of any
-// dtype, and references written as "which input element does output element i read".
+// Helpers for the shape/movement op tests: nodes with absent inputs, data to move,
+// and references written as "which input element does output element i read". The
+// shared helpers (make_node, random_tensor, expect_close) are tests/test_util.h.
 #pragma once
 
 #include "graph/graph.h"
 #include "ops/evaluate.h"
+#include "test_util.h"
 
 #include <ember/core/error.h>
 #include <ember/core/tensor.h>
@@ -18,15 +20,11 @@
 
 namespace ember::test {
 
-// A node whose inputs are named x0, x1, ... ("" where `present` says absent).
-inline Node make_node(const std::string& op, size_t num_inputs, size_t num_outputs = 1,
-                      std::vector<bool> present = {}) {
-  Node n;
-  n.op_type = op;
-  n.name = op + "_under_test";
-  for (size_t i = 0; i < num_inputs; ++i)
-    n.inputs.push_back(present.empty() || present[i] ? std::string("x").append(std::to_string(i)) : "");
-  for (size_t i = 0; i < num_outputs; ++i) n.outputs.push_back(std::string("y").append(std::to_string(i)));
+// make_node (tests/test_util.h) with the inputs `present` marks false left out ("").
+inline Node make_node(const std::string& op, size_t num_inputs, size_t num_outputs, const std::vector<bool>& present) {
+  Node n = make_node(op, num_inputs, num_outputs);
+  for (size_t i = 0; i < present.size() && i < num_inputs; ++i)
+    if (!present[i]) n.inputs[i] = "";
   return n;
 }
 
@@ -34,24 +32,28 @@ inline std::vector<Tensor> run(const Node& node, int64_t opset, const std::vecto
   return evaluate_node(node, opset, inputs);
 }
 
-// Random, never all-zero data: floats in [-4, 4), int64 in [-1000, 1000), bools,
-// float16 as finite random bit patterns.
+// Data to move, never all zero: floats in [-4, 4], integers in [-1000, 999], uint8 in
+// [0, 255], bools (random_tensor, tests/test_util.h); float16 as random finite bit
+// patterns (the ops move bytes, so any pattern must arrive unchanged).
 inline Tensor random_tensor(DType dtype, const Shape& shape, std::mt19937& rng) {
-  Tensor t(dtype, shape);
-  const int64_t n = t.numel();
-  for (int64_t i = 0; i < n; ++i) {
-    switch (dtype) {
-      case DType::Float32: t.data_as<float>()[i] = std::uniform_real_distribution<float>(-4, 4)(rng); break;
-      case DType::Float64: t.data_as<double>()[i] = std::uniform_real_distribution<double>(-4, 4)(rng); break;
-      case DType::Int64: t.data_as<int64_t>()[i] = std::uniform_int_distribution<int64_t>(-1000, 999)(rng); break;
-      case DType::Int32: t.data_as<int32_t>()[i] = std::uniform_int_distribution<int32_t>(-1000, 999)(rng); break;
-      case DType::Bool: t.data_as<uint8_t>()[i] = rng() & 1; break;
-      case DType::UInt8: t.data_as<uint8_t>()[i] = rng() & 255; break;
-      case DType::Float16: t.data_as<uint16_t>()[i] = static_cast<uint16_t>(rng() & 0xffff) & 0xbbff; break;
-      default: ADD_FAILURE() << "random_tensor: unsupported dtype";
+  switch (dtype) {
+    case DType::Float32:
+    case DType::Float64: return random_tensor(dtype, shape, -4, 4, rng);
+    case DType::Int64:
+    case DType::Int32: return random_tensor(dtype, shape, -1000, 999, rng);
+    case DType::Bool: return random_tensor(dtype, shape, 0, 1, rng);
+    case DType::UInt8: return random_tensor(dtype, shape, 0, 255, rng);
+    case DType::Float16: {
+      Tensor t(dtype, shape);
+      for (bool all_zero = t.numel() > 0; all_zero;)
+        for (int64_t i = 0; i < t.numel(); ++i) {
+          t.data_as<uint16_t>()[i] = static_cast<uint16_t>(rng() & 0xbbff);
+          all_zero = all_zero && (t.data_as<uint16_t>()[i] & 0x7fff) == 0;
+        }
+      return t;
     }
+    default: ADD_FAILURE() << "random_tensor: unsupported dtype " << dtype_name(dtype); return Tensor(dtype, shape);
   }
-  return t;
 }
 
 inline Tensor ints(const std::vector<int64_t>& v, Shape shape = {-1}) {
