@@ -1,6 +1,7 @@
 // If, Loop and Scan against hand-computed references, with bodies that read the
 // enclosing scope.
 #include "ops/evaluate.h"
+#include "test_util.h"
 
 #include <gtest/gtest.h>
 
@@ -10,26 +11,14 @@
 namespace ember {
 namespace {
 
-Node make_node(const char* op, std::vector<std::string> in, std::vector<std::string> out) {
-  Node n;
-  n.op_type = op;
-  n.name = out[0] + "_node";
-  n.inputs = std::move(in);
-  n.outputs = std::move(out);
-  return n;
-}
+using test::from_values;
+using test::make_node;
 
 void set_graph(Node& n, const char* name, std::shared_ptr<Graph> g) {
   Attribute a;
   a.kind = Attribute::Kind::Graph;
   a.g = std::move(g);
   n.attributes.set(name, std::move(a));
-}
-
-Tensor floats(Shape shape, std::vector<float> v) {
-  Tensor t(DType::Float32, std::move(shape));
-  std::copy(v.begin(), v.end(), t.data_as<float>());
-  return t;
 }
 
 template <class T>
@@ -48,7 +37,7 @@ TEST(ControlFlow, IfRunsTheBranchTheConditionPicksAndReadsTheOuterScope) {
   Node n = make_node("If", {"c"}, {"y"});
   set_graph(n, "then_branch", then_g);
   set_graph(n, "else_branch", else_g);
-  std::unordered_map<std::string, Tensor> scope = {{"x", floats({3}, {1.5f, -2, 4})}};
+  std::unordered_map<std::string, Tensor> scope = {{"x", from_values(DType::Float32, {3}, {1.5f, -2, 4})}};
   for (bool c : {true, false}) {
     Tensor cond = scalar<uint8_t>(DType::Bool, c);
     auto out = evaluate_node(n, 17, {&cond}, 1, &scope);
@@ -73,8 +62,8 @@ TEST(ControlFlow, LoopCarriesValuesAndStacksScanOutputs) {
   set_graph(n, "body", body);
   std::mt19937 rng(3);
   std::uniform_real_distribution<float> d(-1, 1);
-  std::unordered_map<std::string, Tensor> scope = {{"x", floats({2}, {d(rng), d(rng)})}};
-  Tensor trips = scalar<int64_t>(DType::Int64, 4), s0 = floats({2}, {d(rng), d(rng)});
+  std::unordered_map<std::string, Tensor> scope = {{"x", from_values(DType::Float32, {2}, {d(rng), d(rng)})}};
+  Tensor trips = scalar<int64_t>(DType::Int64, 4), s0 = from_values(DType::Float32, {2}, {d(rng), d(rng)});
   auto out = evaluate_node(n, 17, {&trips, nullptr, &s0}, 1, &scope);
   ASSERT_EQ(out[1].shape(), (Shape{4, 2}));
   std::vector<float> s = {s0.data_as<float>()[0], s0.data_as<float>()[1]};
@@ -97,7 +86,8 @@ TEST(ControlFlow, ScanSlicesAlongItsAxisAndHonoursDirections) {
   n.attributes.set_int("num_scan_inputs", 1);
   n.attributes.set_ints("scan_input_axes", {1});
   n.attributes.set_ints("scan_output_directions", {1});
-  Tensor init = floats({2}, {0.5f, -1}), seq = floats({2, 3}, {1, 2, 3, 4, 5, 6});
+  Tensor init = from_values(DType::Float32, {2}, {0.5f, -1});
+  Tensor seq = from_values(DType::Float32, {2, 3}, {1, 2, 3, 4, 5, 6});
   auto out = evaluate_node(n, 17, {&init, &seq}, 1);
   ASSERT_EQ(out[1].shape(), (Shape{3, 2}));
   // Running sums per row: row 0: 1.5, 3.5, 6.5; row 1: 3, 8, 14; stacked in reverse.

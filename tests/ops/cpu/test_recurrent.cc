@@ -3,6 +3,7 @@
 // input_forget, linear_before_reset, clip, every activation with its alpha/beta,
 // absent optional inputs and outputs, float32 and float64, and the errors.
 #include "ops/evaluate.h"
+#include "test_util.h"
 
 #include <gtest/gtest.h>
 
@@ -16,6 +17,8 @@
 
 namespace ember {
 namespace {
+
+using test::element;
 
 struct Act {
   std::string name;
@@ -64,19 +67,11 @@ struct Case {
 
 int64_t gates_of(const std::string& op) { return op == "RNN" ? 1 : op == "GRU" ? 3 : 4; }
 
-// Random values in [-1, 1) stored as `dtype`; `values` keeps them in double.
+// Random values in [-1, 1] stored as `dtype`; `values` keeps them in double.
 Tensor random_tensor(DType dtype, const Shape& shape, std::mt19937& rng, std::vector<double>& values) {
-  std::uniform_real_distribution<double> dist(-1, 1);
-  Tensor t(dtype, shape);
+  Tensor t = test::random_tensor(dtype, shape, -1, 1, rng);
   values.resize(t.numel());
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    if (dtype == DType::Float32) {
-      t.data_as<float>()[i] = static_cast<float>(dist(rng));
-      values[i] = t.data_as<float>()[i];
-    } else {
-      values[i] = t.data_as<double>()[i] = dist(rng);
-    }
-  }
+  for (int64_t i = 0; i < t.numel(); ++i) values[i] = element(t, i);
   return t;
 }
 
@@ -173,10 +168,6 @@ Expected reference(const Case& c, const std::vector<std::vector<double>>& in) {
     }
   }
   return e;
-}
-
-double element(const Tensor& t, int64_t i) {
-  return t.dtype() == DType::Float32 ? t.data_as<float>()[i] : t.data_as<double>()[i];
 }
 
 void expect_near(const Tensor& got, const Shape& shape, const std::vector<double>& want, DType dtype,
