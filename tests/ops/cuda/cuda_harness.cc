@@ -21,37 +21,11 @@ std::string why_no_gpu() {
   return why;
 }
 
-Node make_node(const std::string& op, size_t num_inputs, size_t num_outputs, Attributes attrs,
-               const std::string& domain) {
-  Node node;
-  node.name = "n_" + op;
-  node.op_type = op;
-  node.domain = domain;
-  for (size_t i = 0; i < num_inputs; ++i) node.inputs.push_back("x" + std::to_string(i));
-  for (size_t i = 0; i < num_outputs; ++i) node.outputs.push_back("y" + std::to_string(i));
-  node.attributes = std::move(attrs);
-  return node;
-}
-
 Tensor cast_to(const Tensor& t, DType dtype) {
   if (t.dtype() == dtype) return t;
   Node cast = make_node("Cast", 1);
   cast.attributes.set_int("to", static_cast<int64_t>(dtype));
   return evaluate_node(cast, 21, {&t})[0];
-}
-
-Tensor random_tensor(DType dtype, const Shape& shape, double lo, double hi, std::mt19937& rng) {
-  Tensor wide(DType::Float64, shape);
-  std::uniform_real_distribution<double> real(lo, hi);
-  const bool integral = dtype != DType::Float32 && dtype != DType::Float16 && dtype != DType::Float64 &&
-                        dtype != DType::BFloat16;
-  for (int64_t i = 0; i < wide.numel(); ++i) {
-    double v = real(rng);
-    if (dtype == DType::Bool) v = rng() & 1;
-    else if (integral) v = std::round(v);
-    wide.data_as<double>()[i] = v;
-  }
-  return cast_to(wide, dtype);
 }
 
 namespace {
@@ -174,23 +148,6 @@ std::vector<Tensor> run_on_cpu(const Node& node, int64_t opset, const std::vecto
     }
   }
   return evaluate_node(node, opset, ptrs);
-}
-
-void expect_close(const Tensor& got, const Tensor& want, double rtol, double atol, const std::string& what) {
-  ASSERT_EQ(got.shape(), want.shape()) << what;
-  const Tensor g = cast_to(got, DType::Float64), w = cast_to(want, DType::Float64);
-  int failures = 0;
-  double worst = 0;
-  std::ostringstream first;
-  for (int64_t i = 0; i < g.numel(); ++i) {
-    const double a = g.data_as<double>()[i], b = w.data_as<double>()[i];
-    const bool ok = std::isnan(b) ? std::isnan(a) : std::isinf(b) ? a == b : std::fabs(a - b) <= atol + rtol * std::fabs(b);
-    if (!std::isnan(b) && !std::isinf(b)) worst = std::max(worst, std::fabs(a - b));
-    if (!ok && failures++ < 5) first << "\n  element " << i << " is " << a << ", expected " << b;
-  }
-  if (failures)
-    ADD_FAILURE() << what << ": " << failures << " of " << g.numel() << " elements differ (rtol " << rtol
-                  << ", atol " << atol << "; worst |diff| " << worst << ")" << first.str();
 }
 
 void expect_cuda_matches_cpu(const Node& node, int64_t opset, const std::vector<const Tensor*>& inputs,

@@ -1,9 +1,11 @@
 // The harness every CUDA kernel test uses: run one node through its CUDA kernel and
 // through the CPU kernels (the reference), and compare. Tests skip, with the reason
-// printed, on a machine where no GPU can be used.
+// printed, on a machine where no GPU can be used. Nodes, random tensors and
+// expect_close come from tests/test_util.h.
 #pragma once
 
 #include "graph/graph.h"
+#include "test_util.h"
 
 #include <ember/core/tensor.h>
 #include <gtest/gtest.h>
@@ -34,13 +36,6 @@ std::string why_no_gpu();
   } while (0)
 #endif
 
-// A node reading x0, x1, ... and writing y0, y1, ...
-Node make_node(const std::string& op, size_t num_inputs, size_t num_outputs = 1, Attributes attrs = {},
-               const std::string& domain = "");
-
-// Uniform random values in [lo, hi] (integers for integer dtypes, 0/1 for bool).
-Tensor random_tensor(DType dtype, const Shape& shape, double lo, double hi, std::mt19937& rng);
-
 // `t` converted to `dtype` on the host (through the CPU Cast kernel).
 Tensor cast_to(const Tensor& t, DType dtype);
 
@@ -54,10 +49,6 @@ std::vector<Tensor> run_on_cuda(const Node& node, int64_t opset, const std::vect
 // The CPU reference. float16 inputs are widened to float32 first (the reference is
 // the float32 computation on the same half-rounded values), so outputs may be float32.
 std::vector<Tensor> run_on_cpu(const Node& node, int64_t opset, const std::vector<const Tensor*>& inputs);
-
-// |got - want| <= atol + rtol * |want| elementwise (NaN matches NaN, inf matches inf);
-// compares as float64 whatever the dtypes; reports the first few mismatches.
-void expect_close(const Tensor& got, const Tensor& want, double rtol, double atol, const std::string& what);
 
 // run_on_cuda vs run_on_cpu for every output.
 void expect_cuda_matches_cpu(const Node& node, int64_t opset, const std::vector<const Tensor*>& inputs,

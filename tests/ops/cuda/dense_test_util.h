@@ -1,6 +1,6 @@
-// Helpers of the CUDA dense-family tests (matmul, conv, pool, batch norm): random
-// inputs per dtype, the fused activations, and the reason the CUDA factories give
-// for declining a node (which runs without a GPU).
+// Helpers of the CUDA dense-family tests (matmul, conv, pool, batch norm): the fused
+// activations, and the reason the CUDA factories give for declining a node (which
+// runs without a GPU). Seeded random inputs: seeded_tensor (tests/test_util.h).
 #pragma once
 
 #include "cuda_harness.h"
@@ -12,12 +12,6 @@
 #include <vector>
 
 namespace ember::test {
-
-// Uniform in [lo, hi], reproducible by seed; float16 values are the rounded float32 ones.
-inline Tensor rand_tensor(DType dtype, const Shape& shape, uint32_t seed, double lo = -1, double hi = 1) {
-  std::mt19937 rng(seed);
-  return random_tensor(dtype, shape, lo, hi, rng);
-}
 
 struct FusedAct {
   std::string kind;

@@ -1,6 +1,7 @@
-// Helpers of the CUDA softmax, normalization and reduction tests: reproducible random
-// inputs, int64 axes tensors, and the CUDA factories' verdict on a node, which needs
-// no GPU (these factories decide, and build their kernel, without touching it).
+// Helpers of the CUDA softmax, normalization and reduction tests: int64 axes tensors
+// and the CUDA factories' verdict on a node, which needs no GPU (these factories
+// decide, and build their kernel, without touching it). Seeded random inputs:
+// seeded_tensor (tests/test_util.h).
 #pragma once
 
 #include "cuda_harness.h"
@@ -14,12 +15,6 @@
 #include <vector>
 
 namespace ember::test {
-
-// Uniform in [lo, hi], reproducible by seed; float16 values are rounded float32 ones.
-inline Tensor seeded_tensor(DType dtype, const Shape& shape, uint32_t seed, double lo = -1, double hi = 1) {
-  std::mt19937 rng(seed);
-  return random_tensor(dtype, shape, lo, hi, rng);
-}
 
 inline Tensor int64_tensor(const std::vector<int64_t>& values) {
   Tensor t(DType::Int64, {static_cast<int64_t>(values.size())});

@@ -12,9 +12,9 @@ constexpr double kRtol16 = 2e-3, kAtol16 = 2e-3;
 
 void check_bn(const Shape& x_shape, DType x_type, DType param_type, bool params_known, int64_t opset = 15) {
   const int64_t c = x_shape[1];
-  const Tensor x = rand_tensor(x_type, x_shape, 41, -2, 2);
-  const Tensor scale = rand_tensor(param_type, {c}, 42, 0.5, 1.5), bias = rand_tensor(param_type, {c}, 43);
-  const Tensor mean = rand_tensor(param_type, {c}, 44), var = rand_tensor(param_type, {c}, 45, 0.1, 2);
+  const Tensor x = seeded_tensor(x_type, x_shape, 41, -2, 2);
+  const Tensor scale = seeded_tensor(param_type, {c}, 42, 0.5, 1.5), bias = seeded_tensor(param_type, {c}, 43);
+  const Tensor mean = seeded_tensor(param_type, {c}, 44), var = seeded_tensor(param_type, {c}, 45, 0.1, 2);
   Attributes at;
   at.set_float("epsilon", 1e-3f);
   SCOPED_TRACE("X " + shape_to_string(x_shape) + " " + dtype_name(x_type) + ", params " + dtype_name(param_type));

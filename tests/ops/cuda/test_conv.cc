@@ -43,7 +43,7 @@ std::string describe(const ConvCase& c) {
 }
 
 void check_conv(const ConvCase& c, DType t, bool bias) {
-  const Tensor x = rand_tensor(t, c.x, 11), w = rand_tensor(t, c.w, 12), b = rand_tensor(t, {c.w[0]}, 13);
+  const Tensor x = seeded_tensor(t, c.x, 11), w = seeded_tensor(t, c.w, 12), b = seeded_tensor(t, {c.w[0]}, 13);
   SCOPED_TRACE(describe(c) + (bias ? " bias " : " ") + dtype_name(t));
   const Node node = make_node("Conv", bias ? 3 : 2, 1, conv_attributes(c));
   std::vector<const Tensor*> in{&x, &w};
@@ -78,7 +78,7 @@ TEST(CudaConv, EveryGeometry) {
 
 TEST(CudaConv, WeightsKnownOnlyAtRunTime) {
   EMBER_REQUIRE_GPU();
-  const Tensor x = rand_tensor(DType::Float32, {1, 3, 8, 8}, 14), w = rand_tensor(DType::Float32, {4, 3, 3, 3}, 15);
+  const Tensor x = seeded_tensor(DType::Float32, {1, 3, 8, 8}, 14), w = seeded_tensor(DType::Float32, {4, 3, 3, 3}, 15);
   Attributes at;
   at.set_ints("pads", {1, 1, 1, 1});
   expect_cuda_matches_cpu(make_node("Conv", 2, 1, at), 11, {&x, &w}, kRtol32, kAtol32);
@@ -87,7 +87,7 @@ TEST(CudaConv, WeightsKnownOnlyAtRunTime) {
 // FusedConv: act(conv(x) + bias + Z). Relu with a bias is cuDNN's fused call; the
 // rest is the convolution plus our epilogue pass.
 void check_fused(const ConvCase& c, DType t, const FusedAct& act, bool bias, bool residual) {
-  const Tensor x = rand_tensor(t, c.x, 16), w = rand_tensor(t, c.w, 17), b = rand_tensor(t, {c.w[0]}, 18);
+  const Tensor x = seeded_tensor(t, c.x, 16), w = seeded_tensor(t, c.w, 17), b = seeded_tensor(t, {c.w[0]}, 18);
   Node node = make_node("FusedConv", 2, 1, conv_attributes(c), "com.ember");
   set_fused_activation(node, act);
   std::vector<const Tensor*> in{&x, &w};
@@ -100,7 +100,7 @@ void check_fused(const ConvCase& c, DType t, const FusedAct& act, bool bias, boo
   Tensor z;
   if (residual) {
     const std::vector<Tensor> y = run_on_cpu(make_node("Conv", 2, 1, conv_attributes(c)), 22, {&x, &w});
-    z = rand_tensor(t, y[0].shape(), 19);
+    z = seeded_tensor(t, y[0].shape(), 19);
     node.inputs.push_back("x3");
     in.push_back(&z);
   }
@@ -141,7 +141,7 @@ DeconvCase deconv_case(Shape x, Shape w, Shape strides = {}, Shape dilations = {
 
 void check_deconv(const DeconvCase& c, DType t, bool bias) {
   const int64_t m = c.w[1] * c.group;
-  const Tensor x = rand_tensor(t, c.x, 21), w = rand_tensor(t, c.w, 22), b = rand_tensor(t, {m}, 23);
+  const Tensor x = seeded_tensor(t, c.x, 21), w = seeded_tensor(t, c.w, 22), b = seeded_tensor(t, {m}, 23);
   Attributes at;
   if (!c.strides.empty()) at.set_ints("strides", c.strides);
   if (!c.dilations.empty()) at.set_ints("dilations", c.dilations);

@@ -27,14 +27,9 @@ Tensor shift_copy(const Tensor& x, const cuda::ShiftCopyArgs& a, const Shape& y_
   return y;
 }
 
-Tensor rand32(const Shape& s, uint32_t seed) {
-  std::mt19937 rng(seed);
-  return random_tensor(DType::Float32, s, -1, 1, rng);
-}
-
 void check_conv(const Shape& xs, const Shape& ws, const Attributes& at) {
   SCOPED_TRACE("Conv X " + shape_to_string(xs) + " W " + shape_to_string(ws));
-  const Tensor x = rand32(xs, 1), w = rand32(ws, 2);
+  const Tensor x = seeded_tensor(DType::Float32, xs, 1), w = seeded_tensor(DType::Float32, ws, 2);
   Node node = make_node("Conv", 2, 1, at);
   const Tensor want = evaluate_node(node, 22, {&x, &w})[0];
 
@@ -71,7 +66,7 @@ TEST(CudaConvPlan, AsymmetricPadsThroughAPaddedCopy) {
 
 void check_deconv(const Shape& xs, const Shape& ws, const Attributes& at) {
   SCOPED_TRACE("ConvTranspose X " + shape_to_string(xs) + " W " + shape_to_string(ws));
-  const Tensor x = rand32(xs, 3), w = rand32(ws, 4);
+  const Tensor x = seeded_tensor(DType::Float32, xs, 3), w = seeded_tensor(DType::Float32, ws, 4);
   Node node = make_node("ConvTranspose", 2, 1, at);
   const Tensor want = evaluate_node(node, 22, {&x, &w})[0];
 

@@ -16,7 +16,7 @@ double rtol(DType t) { return t == DType::Float16 ? kRtol16 : kRtol32; }
 double atol(DType t) { return t == DType::Float16 ? kAtol16 : kAtol32; }
 
 void check_matmul(const Shape& a_shape, const Shape& b_shape, DType t, bool b_is_weight = true) {
-  const Tensor a = rand_tensor(t, a_shape, 1), b = rand_tensor(t, b_shape, 2);
+  const Tensor a = seeded_tensor(t, a_shape, 1), b = seeded_tensor(t, b_shape, 2);
   SCOPED_TRACE(shape_to_string(a_shape) + " x " + shape_to_string(b_shape) + " " + dtype_name(t));
   expect_cuda_matches_cpu(make_node("MatMul", 2), 13, {&a, &b}, rtol(t), atol(t),
                           b_is_weight ? std::vector<int>{1} : std::vector<int>{});
@@ -66,7 +66,8 @@ TEST(CudaMatMul, FusedBiasAndEveryActivation) {
   EMBER_REQUIRE_GPU();
   for (DType t : kFloatTypes)
     for (const FusedAct& act : all_fused_activations()) {
-      const Tensor a = rand_tensor(t, {2, 7, 33}, 3), b = rand_tensor(t, {33, 17}, 4), bias = rand_tensor(t, {17}, 5);
+      const Tensor a = seeded_tensor(t, {2, 7, 33}, 3), b = seeded_tensor(t, {33, 17}, 4);
+      const Tensor bias = seeded_tensor(t, {17}, 5);
       Node node = make_node("FusedMatMul", 3, 1, {}, "com.ember");
       set_fused_activation(node, act);
       SCOPED_TRACE(act.kind + " " + dtype_name(t));
@@ -86,10 +87,10 @@ struct GemmCase {
 };
 
 void check_gemm(const GemmCase& g, DType t, const FusedAct& act = {}) {
-  const Tensor a = rand_tensor(t, g.ta ? Shape{g.k, g.m} : Shape{g.m, g.k}, 6);
-  const Tensor b = rand_tensor(t, g.tb ? Shape{g.n, g.k} : Shape{g.k, g.n}, 7);
+  const Tensor a = seeded_tensor(t, g.ta ? Shape{g.k, g.m} : Shape{g.m, g.k}, 6);
+  const Tensor b = seeded_tensor(t, g.tb ? Shape{g.n, g.k} : Shape{g.k, g.n}, 7);
   const bool has_c = !(g.c.size() == 1 && g.c[0] == -1);
-  const Tensor c = has_c ? rand_tensor(t, g.c, 8) : Tensor();
+  const Tensor c = has_c ? seeded_tensor(t, g.c, 8) : Tensor();
   Attributes at;
   at.set_int("transA", g.ta);
   at.set_int("transB", g.tb);

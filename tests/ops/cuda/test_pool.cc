@@ -60,7 +60,7 @@ TEST(CudaMaxPool, EveryGeometry) {
   EMBER_REQUIRE_GPU();
   for (DType t : kFloatTypes)
     for (const PoolCase& c : kCases) {
-      const Tensor x = rand_tensor(t, c.x, 31);
+      const Tensor x = seeded_tensor(t, c.x, 31);
       SCOPED_TRACE(describe(c) + " " + dtype_name(t));
       expect_cuda_matches_cpu(make_node("MaxPool", 1, 1, pool_attributes(c)), 12, {&x}, rtol(t), atol(t));
     }
@@ -70,7 +70,7 @@ TEST(CudaMaxPool, EightBitIntegers) {
   EMBER_REQUIRE_GPU();
   for (DType t : {DType::Int8, DType::UInt8})
     for (const PoolCase& c : kCases) {
-      const Tensor x = rand_tensor(t, c.x, 32, t == DType::Int8 ? -128 : 0, t == DType::Int8 ? 127 : 255);
+      const Tensor x = seeded_tensor(t, c.x, 32, t == DType::Int8 ? -128 : 0, t == DType::Int8 ? 127 : 255);
       SCOPED_TRACE(describe(c) + " " + dtype_name(t));
       expect_cuda_matches_cpu(make_node("MaxPool", 1, 1, pool_attributes(c)), 12, {&x}, 0, 0);
     }
@@ -82,7 +82,7 @@ TEST(CudaAveragePool, EveryGeometryWithAndWithoutPadCounting) {
     for (const PoolCase& c : kCases)
       for (int64_t count_pad : {0, 1}) {
         if (!c.dilations.empty()) continue;  // dilations on AveragePool arrived in opset 19
-        const Tensor x = rand_tensor(t, c.x, 33);
+        const Tensor x = seeded_tensor(t, c.x, 33);
         Attributes at = pool_attributes(c);
         at.set_int("count_include_pad", count_pad);
         SCOPED_TRACE(describe(c) + " count_include_pad " + std::to_string(count_pad) + " " + dtype_name(t));
@@ -94,7 +94,7 @@ TEST(CudaAveragePool, Dilations) {
   EMBER_REQUIRE_GPU();
   const PoolCase c = pool_case({1, 3, 11, 13}, {3, 3}, {1, 2}, {2, 2}, {2, 1, 2, 1}, 1);
   for (DType t : kFloatTypes) {
-    const Tensor x = rand_tensor(t, c.x, 34);
+    const Tensor x = seeded_tensor(t, c.x, 34);
     expect_cuda_matches_cpu(make_node("AveragePool", 1, 1, pool_attributes(c)), 19, {&x}, rtol(t), atol(t));
   }
 }
@@ -106,7 +106,7 @@ TEST(CudaLpPool, PowersTwoAndThree) {
       const PoolCase c = pool_case({1, 3, 9, 11}, {3, 3}, {2, 2}, {}, {1, 1, 1, 1});
       Attributes at = pool_attributes(c);
       at.set_int("p", p);
-      const Tensor x = rand_tensor(t, c.x, 35);
+      const Tensor x = seeded_tensor(t, c.x, 35);
       SCOPED_TRACE("p " + std::to_string(p) + " " + dtype_name(t));
       // powf vs std::pow: a few float ulps.
       expect_cuda_matches_cpu(make_node("LpPool", 1, 1, at), 18, {&x}, t == DType::Float16 ? kRtol16 : 1e-4,
@@ -121,7 +121,7 @@ TEST(CudaGlobalPool, AverageAndMaxSmallAndLargePlanes) {
   for (DType t : kFloatTypes)
     for (const Shape& s : shapes)
       for (const char* op : {"GlobalAveragePool", "GlobalMaxPool"}) {
-        const Tensor x = rand_tensor(t, s, 36);
+        const Tensor x = seeded_tensor(t, s, 36);
         SCOPED_TRACE(std::string(op) + " " + shape_to_string(s) + " " + dtype_name(t));
         // Averages of up to ~5000 terms summed in another order.
         expect_cuda_matches_cpu(make_node(op, 1), 1, {&x}, rtol(t) * 10, atol(t));

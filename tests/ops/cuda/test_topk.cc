@@ -28,14 +28,12 @@ constexpr double kExact = 0;
 
 // Integers in [-spread, spread] (few distinct values: many ties) in `dtype`.
 Tensor ties_tensor(DType dtype, const Shape& shape, uint32_t seed, int spread = 3) {
-  std::mt19937 rng(seed);
-  return cast_to(random_tensor(DType::Int64, shape, -spread, spread, rng), dtype);
+  return cast_to(seeded_tensor(DType::Int64, shape, seed, -spread, spread), dtype);
 }
 
 // Mostly distinct values for float dtypes.
 Tensor spread_tensor(DType dtype, const Shape& shape, uint32_t seed) {
-  std::mt19937 rng(seed);
-  return random_tensor(dtype, shape, -100, 100, rng);
+  return seeded_tensor(dtype, shape, seed, -100, 100);
 }
 
 struct TopKCase {
