@@ -29,20 +29,9 @@
 namespace ember {
 namespace {
 
-using test::random_tensor;
+using test::from_values;
 using test::make_node;
-
-Tensor floats(Shape shape, std::vector<float> values) {
-  Tensor t(DType::Float32, std::move(shape));
-  std::copy(values.begin(), values.end(), t.data_as<float>());
-  return t;
-}
-
-Tensor int64s(Shape shape, std::vector<int64_t> values) {
-  Tensor t(DType::Int64, std::move(shape));
-  std::copy(values.begin(), values.end(), t.data_as<int64_t>());
-  return t;
-}
+using test::random_tensor;
 
 Graph graph_with_input(const std::string& name = "x", DType dtype = DType::Float32) {
   Graph g;
@@ -185,13 +174,13 @@ TEST(ConvertFloat16, KeepingEveryNodeLeavesTheGraphAsItWas) {
 // plus a ConstantOfShape and a Constant with float32 values, and int64 shape math.
 TEST(ConvertFloat16, CastsConstantsAndAttributesFollowAndIntegersStay) {
   Graph g = graph_with_input("mask", DType::Int64);
-  g.initializers["one"] = floats({}, {1.0f});
-  g.initializers["big"] = floats({}, {-1e9f});
-  g.initializers["ones_shape"] = int64s({2}, {2, 3});
+  g.initializers["one"] = from_values(DType::Float32, {}, {1.0f});
+  g.initializers["big"] = from_values(DType::Float32, {}, {-1e9f});
+  g.initializers["ones_shape"] = from_values(DType::Int64, {2}, {2, 3});
   Node cast = make_node("Cast", {"mask"}, {"m"});
   cast.attributes.set_int("to", int64_t(DType::Float32));
   Node fill = make_node("ConstantOfShape", {"shape"}, {"filled"});
-  fill.attributes.set_tensor("value", floats({1}, {0.25f}));
+  fill.attributes.set_tensor("value", from_values(DType::Float32, {1}, {0.25f}));
   Node constant = make_node("Constant", {}, {"k"});
   constant.attributes.set_float("value_float", 70000.0f);
   g.nodes = {cast,
@@ -203,7 +192,7 @@ TEST(ConvertFloat16, CastsConstantsAndAttributesFollowAndIntegersStay) {
              make_node("Add", {"bias", "filled"}, {"sum"}),
              make_node("Min", {"sum", "k"}, {"y"})};
   g.outputs.push_back({"y", DType::Float32, {}, false});
-  const std::vector<Tensor> in = {int64s({2, 3}, {1, 1, 0, 1, 0, 0})};
+  const std::vector<Tensor> in = {from_values(DType::Int64, {2, 3}, {1, 1, 0, 1, 0, 0})};
   const auto before = run_graph(g, in);
   const Float16Summary s = convert_to_float16(g);
   EXPECT_EQ(s.converted_nodes, 7);  // all but Shape, which reads either precision
@@ -230,7 +219,7 @@ TEST(ConvertFloat16, CastsConstantsAndAttributesFollowAndIntegersStay) {
 
 TEST(ConvertFloat16, OverflowSaturatesFiniteValuesAndKeepsInfinities) {
   Graph g = graph_with_input();
-  g.initializers["c"] = floats({5}, {-3.4e38f, 1e5f, 1.0f, INFINITY, 65504.0f});
+  g.initializers["c"] = from_values(DType::Float32, {5}, {-3.4e38f, 1e5f, 1.0f, INFINITY, 65504.0f});
   g.nodes = {make_node("Add", {"x", "c"}, {"y"})};
   g.outputs.push_back({"y", DType::Float32, {}, false});
   const Float16Summary s = convert_to_float16(g);
@@ -246,7 +235,7 @@ TEST(ConvertFloat16, OverflowSaturatesFiniteValuesAndKeepsInfinities) {
 TEST(ConvertFloat16, ResizeScalesAndLayerNormStatisticsStayFloat32) {
   std::mt19937 rng(4);
   Graph g = graph_with_input();
-  g.initializers["scales"] = floats({4}, {1, 1, 2, 2});
+  g.initializers["scales"] = from_values(DType::Float32, {4}, {1, 1, 2, 2});
   g.initializers["gamma"] = random_tensor({6}, rng);
   Node resize = make_node("Resize", {"x", "", "scales"}, {"r"});
   resize.attributes.set_string("mode", "nearest");
