@@ -27,6 +27,13 @@ struct Attribute {
   std::vector<std::shared_ptr<ember::Graph>> graphs;
 };
 
+// An op's attributes as typed values, parsed and validated once from its Node by the
+// op's schema (Schema::parse_attributes in graph/schema.h) and read by every device's
+// kernel. Each op family derives its own struct (graph/schemas/norm.h, ...).
+struct OpAttributes {
+  virtual ~OpAttributes() = default;
+};
+
 // Lookups raise ember::Error naming the attribute when it has the wrong kind; the
 // *_or variants return the default when it is absent.
 class Attributes {

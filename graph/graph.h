@@ -7,6 +7,7 @@
 #include <ember/core/tensor.h>
 
 #include <map>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -36,6 +37,9 @@ struct Node {
   std::vector<std::string> inputs;   // "" marks an absent optional input
   std::vector<std::string> outputs;  // "" marks an unused optional output
   Attributes attributes;
+  // The attributes as its schema parsed them (bind_attributes in graph/schema.h); null
+  // for ops without typed attributes and for nodes made after binding.
+  std::shared_ptr<const OpAttributes> typed_attributes;
 
   // "Conv 'conv1'": how error messages and tables name a node.
   std::string label() const;

@@ -27,6 +27,30 @@ bool register_schema(Schema schema) {
   return true;
 }
 
+std::shared_ptr<const OpAttributes> node_attributes(const Node& node, int64_t opset) {
+  if (node.typed_attributes) return node.typed_attributes;
+  const Schema* schema = find_schema(node.domain, node.op_type);
+  if (!schema || !schema->parse_attributes) throw Error(node.label() + ": has no typed attributes");
+  try {
+    return schema->parse_attributes(node, opset);
+  } catch (const Error& e) {
+    throw Error(node.label() + ": " + e.what());
+  }
+}
+
+void bind_attributes(Graph& graph) {
+  for (Node& node : graph.nodes) {
+    for (auto& [_, a] : node.attributes.all()) {
+      if (a.g) bind_attributes(*a.g);
+      for (const auto& g : a.graphs) bind_attributes(*g);
+    }
+    const Schema* schema = find_schema(node.domain, node.op_type);
+    node.typed_attributes = nullptr;
+    if (schema && schema->parse_attributes)
+      node.typed_attributes = node_attributes(node, graph.opset(node.domain));
+  }
+}
+
 const TensorType& InferContext::input(size_t i) const {
   if (!has_input(i)) fail("input " + std::to_string(i) + " is required but absent");
   return inputs[i];

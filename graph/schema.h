@@ -1,7 +1,10 @@
-// Operator schemas: per op, how output dtypes and shapes follow from the inputs.
-// Written once per op (not per kernel) and registered next to their definition:
+// Operator schemas: per op, how output dtypes and shapes follow from the inputs, its
+// typed attributes and its traits. Written once per op (not per kernel) and registered
+// next to their definition:
 //
 //   EMBER_SCHEMA("Relu", "", infer_same_as_input0);
+//   EMBER_SCHEMA("Softmax", "", infer_softmax, parse_softmax_attributes);
+//   EMBER_SCHEMA("Bernoulli", "", infer_bernoulli, nullptr, OpTraits{.deterministic = false});
 #pragma once
 
 #include "graph/graph.h"
@@ -10,6 +13,7 @@
 #include <ember/core/tensor.h>
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -52,15 +56,47 @@ struct InferContext {
 
 using InferFn = std::function<std::vector<TensorType>(const InferContext&)>;
 
+// Parses a node's attributes into the op's typed struct; raises ember::Error on a value
+// that is not valid (bind_attributes adds the node's label).
+using ParseAttributesFn = std::function<std::shared_ptr<const OpAttributes>(const Node&, int64_t opset)>;
+
+// What the graph passes may assume of an op: asked of the schema instead of kept as
+// lists of op names in each pass.
+struct OpTraits {
+  // The same inputs always give the same outputs (false for the Random* ops), so
+  // constant folding may run it at load.
+  bool deterministic = true;
+  // May compute in float16 when the model is converted (--precision fp16); false for
+  // ops whose float inputs are index arithmetic or quantization scales.
+  bool float16_safe = true;
+};
+
 struct Schema {
   std::string op_type;
   std::string domain;
   InferFn infer;
+  ParseAttributesFn parse_attributes = nullptr;  // null: the op has no typed attributes
+  OpTraits traits = {};
 };
 
 // The schema for an op, or nullptr when ember does not know it.
 const Schema* find_schema(const std::string& domain, const std::string& op_type);
 bool register_schema(Schema schema);
+
+// Parses every node's typed attributes (Node::typed_attributes) with its schema, in this
+// graph and its subgraphs: once, after the graph passes, so kernels on every device read
+// the same validated values. Raises ember::Error naming the node on an invalid value.
+void bind_attributes(Graph& graph);
+
+// The node's typed attributes as bound, or parsed now for a node that was not (made
+// after binding, or by a test). Raises when the node's schema has no attributes of type T.
+std::shared_ptr<const OpAttributes> node_attributes(const Node& node, int64_t opset);
+template <class T>
+std::shared_ptr<const T> attributes_of(const Node& node, int64_t opset) {
+  auto typed = std::dynamic_pointer_cast<const T>(node_attributes(node, opset));
+  if (!typed) throw Error(node.label() + ": its schema has no typed attributes of the kind asked for");
+  return typed;
+}
 
 // Common inference rules.
 std::vector<TensorType> infer_same_as_input0(const InferContext& ctx);
@@ -69,8 +105,9 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const InferContext& ctx);
 
 #define EMBER_SCHEMA_CONCAT2(a, b) a##b
 #define EMBER_SCHEMA_CONCAT(a, b) EMBER_SCHEMA_CONCAT2(a, b)
-#define EMBER_SCHEMA(op_type, domain, infer_fn)                                      \
+// EMBER_SCHEMA(op_type, domain, infer[, parse_attributes[, traits]])
+#define EMBER_SCHEMA(op_type, domain, ...)                                            \
   [[maybe_unused]] static const bool EMBER_SCHEMA_CONCAT(ember_schema_, __COUNTER__) = \
-      ::ember::register_schema(::ember::Schema{op_type, domain, infer_fn})
+      ::ember::register_schema(::ember::Schema{op_type, domain, __VA_ARGS__})
 
 }  // namespace ember

@@ -37,6 +37,12 @@ struct KernelInit {
   size_t workspace_bytes = 0;
 
   [[noreturn]] void fail(const std::string& message) const;  // "<node label>: message"
+
+  // The node's typed attributes, as its schema parsed them (graph/schema.h).
+  template <class T>
+  std::shared_ptr<const T> attributes() const {
+    return attributes_of<T>(node, opset);
+  }
 };
 
 // The InferContext a kernel factory's node has (same node, opset, inputs and values),

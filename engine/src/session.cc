@@ -6,6 +6,7 @@
 #include "engine/src/planner.h"
 #include "graph/passes/convert_float16.h"
 #include "graph/passes/passes.h"
+#include "graph/schema.h"
 #include "loader/onnx_loader.h"
 #include "ops/evaluate.h"
 #include "ops/registry.h"
@@ -187,6 +188,7 @@ Session::Session(const std::string& model_path, SessionOptions options)
   check_supported(impl_->graph, impl_->backends);
   if (options.optimize) optimize_graph(impl_->graph, cpu_node_evaluator());
   if (options.precision == "fp16") impl_->convert_to_half();
+  bind_attributes(impl_->graph);  // after every pass: each kernel reads the final nodes
   impl_->upload_weights();
   for (const auto& v : impl_->graph.inputs) impl_->input_descs.push_back(describe(v));
   for (const auto& v : impl_->graph.outputs) impl_->output_descs.push_back(describe(v));

@@ -8,6 +8,7 @@
 #include "graph/passes/convert_float16.h"
 
 #include "graph/passes/passes.h"
+#include "graph/schema.h"
 #include <ember/core/float16.h>
 
 #include <cmath>
@@ -58,13 +59,8 @@ bool must_stay_float32(const Node& n) {
   if (has_subgraph(n)) return true;
   if (n.domain == "com.ember") return false;
   if (!is_standard(n)) return true;
-  static const std::unordered_set<std::string> ops = {
-      "Range", "NonMaxSuppression", "QuantizeLinear", "DequantizeLinear", "DynamicQuantizeLinear",
-      "QLinearConv", "QLinearMatMul", "ConvInteger", "MatMulInteger",
-      "SequenceConstruct", "SequenceEmpty", "SequenceInsert", "SequenceAt", "SequenceErase",
-      "SequenceLength", "SplitToSequence", "ConcatFromSequence", "SequenceMap", "Optional",
-      "OptionalGetElement", "OptionalHasElement"};
-  return ops.count(n.op_type) != 0;
+  const Schema* schema = find_schema(n.domain, n.op_type);
+  return !schema || !schema->traits.float16_safe;
 }
 
 // How a node input takes part in the conversion.

@@ -25,10 +25,11 @@
 //    Size read either precision.
 //  - Nodes that stay float32 whatever `keep_float32` says: nodes with subgraphs (If,
 //    Loop, Scan: the bodies are left float32 entirely; the outer values they read get
-//    float32 Casts and the bodies are renamed to read those), Range (integer positions
-//    past 2048 are not exact in half), NonMaxSuppression (float32 only by the spec),
-//    the quantization ops (their scales are float32 by the spec), sequence / optional
-//    ops, and ops of domains other than the standard one and com.ember.
+//    float32 Casts and the bodies are renamed to read those), ops whose schema says
+//    they are not float16-safe (OpTraits: Range, whose integer positions past 2048 are
+//    not exact in half; NonMaxSuppression, float32 only by the spec; the quantization
+//    ops, whose scales are float32 by the spec), ops ember has no schema for, and ops
+//    of domains other than the standard one and com.ember.
 //  - ember's fused ops (com.ember FusedConv / FusedMatMul / FusedGemm / Gelu) convert
 //    like their standard counterparts, and so do the nodes of their `decomposition`
 //    (same precision as the fused node, reading the same converted values), so the

@@ -1,5 +1,6 @@
 #include "graph/passes/graph_edit.h"
 #include "graph/passes/passes.h"  // kDecompositionAttribute
+#include "graph/schema.h"
 
 #include <memory>
 
@@ -71,11 +72,8 @@ void erase_nodes(Graph& graph, const std::vector<bool>& dead) {
 namespace ember {
 
 bool can_fold(const Node& node) {
-  static const char* random_ops[] = {"RandomNormal", "RandomUniform", "RandomNormalLike",
-                                     "RandomUniformLike", "Multinomial", "Bernoulli"};
-  if (node.domain.empty())
-    for (const char* op : random_ops)
-      if (node.op_type == op) return false;
+  const Schema* schema = find_schema(node.domain, node.op_type);
+  if (schema && !schema->traits.deterministic) return false;
   for (const auto& [_, a] : node.attributes.all())
     if (a.g || !a.graphs.empty()) return false;
   return true;

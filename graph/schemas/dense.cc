@@ -77,18 +77,6 @@ std::vector<TensorType> infer_global_pool(const InferContext& ctx) {
   return {{ctx.input(0).dtype, y}};
 }
 
-std::vector<TensorType> infer_batch_norm(const InferContext& ctx) {
-  const Shape& x = ctx.input(0).shape;
-  if (x.size() < 2) ctx.fail("X must be N x C x ..., got " + shape_to_string(x));
-  for (size_t i = 1; i < 5; ++i)
-    if (ctx.input(i).shape != Shape{x[1]})
-      ctx.fail("input " + std::to_string(i) + " must have shape [" + std::to_string(x[1]) + "], got " +
-               shape_to_string(ctx.input(i).shape));
-  // Training-mode outputs (running mean/var, saved stats) are [C].
-  const TensorType stats{ctx.input(3).dtype, {x[1]}};
-  return {ctx.input(0), stats, stats, stats, stats};
-}
-
 std::vector<TensorType> infer_matmul(const InferContext& ctx) {
   Shape a = ctx.input(0).shape, b = ctx.input(1).shape;
   if (a.empty() || b.empty()) ctx.fail("MatMul operands must have rank 1 or more");
@@ -135,7 +123,6 @@ EMBER_SCHEMA("AveragePool", "", infer_pool);
 EMBER_SCHEMA("LpPool", "", infer_pool);
 EMBER_SCHEMA("GlobalAveragePool", "", infer_global_pool);
 EMBER_SCHEMA("GlobalMaxPool", "", infer_global_pool);
-EMBER_SCHEMA("BatchNormalization", "", infer_batch_norm);
 EMBER_SCHEMA("MatMul", "", infer_matmul);
 EMBER_SCHEMA("FusedMatMul", "com.ember", infer_matmul);
 EMBER_SCHEMA("Gemm", "", infer_gemm);

@@ -86,12 +86,12 @@ std::vector<TensorType> infer_qlinear_conv(const InferContext& ctx) {
 
 }  // namespace
 
-EMBER_SCHEMA("QuantizeLinear", "", infer_quantize_linear);
-EMBER_SCHEMA("DequantizeLinear", "", infer_dequantize_linear);
-EMBER_SCHEMA("DynamicQuantizeLinear", "", infer_dynamic_quantize_linear);
-EMBER_SCHEMA("MatMulInteger", "", infer_matmul_integer);
-EMBER_SCHEMA("QLinearMatMul", "", infer_qlinear_matmul);
-EMBER_SCHEMA("ConvInteger", "", infer_conv_integer);
-EMBER_SCHEMA("QLinearConv", "", infer_qlinear_conv);
+EMBER_SCHEMA("QuantizeLinear", "", infer_quantize_linear, nullptr, OpTraits{.float16_safe = false});
+EMBER_SCHEMA("DequantizeLinear", "", infer_dequantize_linear, nullptr, OpTraits{.float16_safe = false});
+EMBER_SCHEMA("DynamicQuantizeLinear", "", infer_dynamic_quantize_linear, nullptr, OpTraits{.float16_safe = false});
+EMBER_SCHEMA("MatMulInteger", "", infer_matmul_integer, nullptr, OpTraits{.float16_safe = false});
+EMBER_SCHEMA("QLinearMatMul", "", infer_qlinear_matmul, nullptr, OpTraits{.float16_safe = false});
+EMBER_SCHEMA("ConvInteger", "", infer_conv_integer, nullptr, OpTraits{.float16_safe = false});
+EMBER_SCHEMA("QLinearConv", "", infer_qlinear_conv, nullptr, OpTraits{.float16_safe = false});
 
 }  // namespace ember

@@ -163,7 +163,7 @@ EMBER_SCHEMA("Dropout", "", infer_dropout);
 EMBER_SCHEMA("Shape", "", infer_shape);
 EMBER_SCHEMA("Size", "", infer_size);
 EMBER_SCHEMA("ConstantOfShape", "", infer_constant_of_shape);
-EMBER_SCHEMA("Range", "", infer_range);
+EMBER_SCHEMA("Range", "", infer_range, nullptr, OpTraits{.float16_safe = false});
 EMBER_SCHEMA("Constant", "", infer_constant);
 
 }  // namespace ember

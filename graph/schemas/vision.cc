@@ -1,5 +1,6 @@
 // Shape/dtype inference for the vision, detection, transformer-block and loss ops.
 #include "graph/schema.h"
+#include "graph/schemas/norm.h"
 #include "graph/schemas/shape_util.h"
 
 #include <algorithm>
@@ -47,8 +48,7 @@ std::vector<TensorType> infer_softmax_cross_entropy(const InferContext& ctx) {
 
 std::vector<TensorType> infer_rms_norm(const InferContext& ctx) {
   const TensorType& x = ctx.input(0);
-  normalize_axis(ctx.node.attributes.get_int_or("axis", -1), static_cast<int64_t>(x.shape.size()),
-                 ctx);
+  row_norm_shape(ctx);
   if (ctx.input(1).shape.size() > x.shape.size())
     ctx.fail("scale " + dims(ctx.input(1).shape) + " has a higher rank than X " + dims(x.shape));
   return {x};
@@ -192,7 +192,7 @@ EMBER_SCHEMA("LRN", "", infer_same_as_input0);
 EMBER_SCHEMA("GridSample", "", infer_grid_sample);
 EMBER_SCHEMA("NegativeLogLikelihoodLoss", "", infer_nll_loss);
 EMBER_SCHEMA("SoftmaxCrossEntropyLoss", "", infer_softmax_cross_entropy);
-EMBER_SCHEMA("RMSNormalization", "", infer_rms_norm);
+EMBER_SCHEMA("RMSNormalization", "", infer_rms_norm, parse_row_norm_attributes);
 EMBER_SCHEMA("RotaryEmbedding", "", infer_rotary);
 EMBER_SCHEMA("Attention", "", infer_attention);
 

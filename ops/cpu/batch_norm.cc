@@ -1,7 +1,7 @@
 // BatchNormalization in inference mode: y = x * a[c] + b[c] with a = scale / sqrt(var +
 // eps) and b = bias - mean * a. The per-channel a, b are folded at plan time when the
 // statistics are constant (the usual case), else computed per run into the workspace.
-#include "ops/batch_norm_params.h"
+#include "graph/schemas/norm.h"
 #include "ops/cpu/dnnl_util.h"
 #include "ops/cpu/parallel.h"
 #include "ops/registry.h"
@@ -66,7 +66,7 @@ std::unique_ptr<Kernel> make_batch_norm(KernelInit& init, std::string* why_not) 
   for (size_t i = 0; i < 5; ++i)
     if (!(*why_not = float32_only(init, i)).empty()) return nullptr;
   BatchNormParams p;
-  if (!batch_norm_params(init, &p, why_not)) return nullptr;
+  if (!batch_norm_params(infer_context(init), &p, why_not)) return nullptr;
   return std::make_unique<BatchNormKernel>(init, p);
 }
 

@@ -6,9 +6,11 @@
 //
 // float16 is stored as such and computed in float32 (the same code as float32 on the
 // widened values), rounded once when written.
-#include <ember/core/float16.h>
+#include "graph/schemas/norm.h"
 #include "ops/cpu/parallel.h"
 #include "ops/registry.h"
+
+#include <ember/core/float16.h>
 
 #include <algorithm>
 #include <array>
@@ -145,15 +147,13 @@ class LayerNormKernel final : public Kernel {
 
 std::unique_ptr<Kernel> make_layer_norm(KernelInit& init, std::string* why_not) {
   const Shape& x = init.inputs[0].shape;
-  const int64_t rank = static_cast<int64_t>(x.size());
-  int64_t axis = init.node.attributes.get_int_or("axis", -1);
-  if (axis < -rank || axis >= rank) init.fail("axis " + std::to_string(axis) + " is out of range");
-  if (axis < 0) axis += rank;
-  if (rank > 16) {
+  const auto [axis, rows, cols] = row_norm_shape(infer_context(init));
+  if (x.size() > 16) {
     *why_not = "rank above 16";
     return nullptr;
   }
-  if (init.node.attributes.get_int_or("stash_type", 1) != 1) {
+  const auto attributes = init.attributes<RowNormAttributes>();
+  if (attributes->stash_type != 1) {
     *why_not = "only stash_type 1 (float) is supported";
     return nullptr;
   }
@@ -161,11 +161,9 @@ std::unique_ptr<Kernel> make_layer_norm(KernelInit& init, std::string* why_not) 
   const bool has_bias = init.inputs.size() > 2 && init.inputs[2].present();
   if (init.inputs[1].dtype != dtype || (has_bias && init.inputs[2].dtype != dtype))
     init.fail("Scale and B must have the dtype of X");
-  int64_t rows = 1, cols = 1;
-  for (int64_t d = 0; d < rank; ++d) (d < axis ? rows : cols) *= x[d];
   const Broadcast scale = make_broadcast(x, init.inputs[1].shape, axis);
   const Broadcast bias = has_bias ? make_broadcast(x, init.inputs[2].shape, axis) : Broadcast{};
-  const float epsilon = init.node.attributes.get_float_or("epsilon", 1e-5f);
+  const float epsilon = attributes->epsilon;
   switch (dtype) {
     case DType::Float32: return std::make_unique<LayerNormKernel<float>>(rows, cols, epsilon, scale, bias);
     case DType::Float64: return std::make_unique<LayerNormKernel<double>>(rows, cols, epsilon, scale, bias);

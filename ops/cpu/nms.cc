@@ -148,7 +148,7 @@ std::unique_ptr<Kernel> make_nms(KernelInit& init, std::string*) {
 
 }  // namespace
 
-EMBER_SCHEMA("NonMaxSuppression", "", infer_nms);
+EMBER_SCHEMA("NonMaxSuppression", "", infer_nms, nullptr, OpTraits{.float16_safe = false});
 EMBER_KERNEL("NonMaxSuppression", "", 10, kMaxOpset, DeviceKind::Cpu, make_nms);
 
 }  // namespace ember

@@ -1,7 +1,7 @@
 // CPU kernels for InstanceNormalization, GroupNormalization, MeanVarianceNormalization
 // and LpNormalization.
 #include "ops/cpu/parallel.h"
-#include "ops/norm_params.h"
+#include "graph/schemas/norm.h"
 #include "ops/registry.h"
 
 #include <algorithm>
@@ -96,13 +96,15 @@ std::unique_ptr<Kernel> make_group_norm_kernel(const KernelInit& init, const Gro
 }
 
 std::unique_ptr<Kernel> make_instance_norm(KernelInit& init, std::string* why_not) {
-  return make_group_norm_kernel(init, instance_norm_params(init), why_not);
+  return make_group_norm_kernel(init, group_norm_params(infer_context(init)), why_not);
 }
 
 std::unique_ptr<Kernel> make_group_norm(KernelInit& init, std::string* why_not) {
-  GroupNormParams p;
-  if (!group_norm_params(init, &p, why_not)) return nullptr;
-  return make_group_norm_kernel(init, p, why_not);
+  if (init.attributes<GroupNormAttributes>()->stash_type != 1) {
+    *why_not = "only stash_type 1 (float) is supported";
+    return nullptr;
+  }
+  return make_group_norm_kernel(init, group_norm_params(infer_context(init)), why_not);
 }
 
 struct Dims {

@@ -11,7 +11,7 @@
 // float16 accumulates in float32 and is rounded once, when the result is written.
 #include <ember/core/float16.h>
 #include "ops/cpu/parallel.h"
-#include "ops/reduce_params.h"
+#include "graph/schemas/reduce.h"
 #include "ops/registry.h"
 
 #include <algorithm>
@@ -285,16 +285,16 @@ class ReduceKernel final : public Kernel {
 };
 
 // Reduced dims of input 0; the axes input must be a plan-time constant.
-std::vector<bool> reduced_dims(const KernelInit& init, bool axes_input) {
-  std::vector<bool> mask;
-  if (!reduced_mask(init, axes_input, &mask)) init.fail("axes must be known at plan time (a constant)");
-  return mask;
+std::vector<bool> plan_time_reduced_dims(const KernelInit& init) {
+  const InferContext ctx = infer_context(init);
+  if (!reduce_axes_known(ctx)) init.fail("axes must be known at plan time (a constant)");
+  return reduced_dims(ctx);
 }
 
-template <class Op, bool kAxesInput, bool kFloatOnly>
+template <class Op, bool kFloatOnly>
 std::unique_ptr<Kernel> make_reduce(KernelInit& init, std::string* why_not) {
   ReducePlan plan;
-  if (!build_plan(init.inputs[0].shape, reduced_dims(init, kAxesInput), &plan)) {
+  if (!build_plan(init.inputs[0].shape, plan_time_reduced_dims(init), &plan)) {
     *why_not = "more than 16 alternating kept/reduced dimensions";
     return nullptr;
   }
@@ -318,24 +318,22 @@ std::unique_ptr<Kernel> make_reduce(KernelInit& init, std::string* why_not) {
   return nullptr;
 }
 
-// Up to opset 12 (17 for ReduceSum's sibling ops) the axes are an attribute.
-#define EMBER_REDUCE(name, Op, axes_input_since, float_only)                                 \
-  EMBER_KERNEL(name, "", 1, axes_input_since - 1, DeviceKind::Cpu,                            \
-               (make_reduce<Op, false, float_only>));                                         \
-  EMBER_KERNEL(name, "", axes_input_since, kMaxOpset, DeviceKind::Cpu,                        \
-               (make_reduce<Op, true, float_only>))
+// Whether the axes are an attribute or input 1 (by opset) is the schema's business
+// (graph/schemas/reduce.h): one kernel for every opset.
+#define EMBER_REDUCE(name, Op, float_only) \
+  EMBER_KERNEL(name, "", 1, kMaxOpset, DeviceKind::Cpu, (make_reduce<Op, float_only>))
 
-EMBER_REDUCE("ReduceSum", SumOp, 13, false);
-EMBER_REDUCE("ReduceMean", MeanOp, 18, false);
-EMBER_REDUCE("ReduceMax", MaxOp, 18, false);
-EMBER_REDUCE("ReduceMin", MinOp, 18, false);
-EMBER_REDUCE("ReduceProd", ProdOp, 18, false);
-EMBER_REDUCE("ReduceL1", L1Op, 18, false);
-EMBER_REDUCE("ReduceL2", L2Op, 18, false);
-EMBER_REDUCE("ReduceLogSum", LogSumOp, 18, false);
-EMBER_REDUCE("ReduceSumSquare", SumSquareOp, 18, false);
+EMBER_REDUCE("ReduceSum", SumOp, false);
+EMBER_REDUCE("ReduceMean", MeanOp, false);
+EMBER_REDUCE("ReduceMax", MaxOp, false);
+EMBER_REDUCE("ReduceMin", MinOp, false);
+EMBER_REDUCE("ReduceProd", ProdOp, false);
+EMBER_REDUCE("ReduceL1", L1Op, false);
+EMBER_REDUCE("ReduceL2", L2Op, false);
+EMBER_REDUCE("ReduceLogSum", LogSumOp, false);
+EMBER_REDUCE("ReduceSumSquare", SumSquareOp, false);
 // Integer inputs make no sense for exp/log and were dropped from the spec in opset 28.
-EMBER_REDUCE("ReduceLogSumExp", LogSumExpOp, 18, true);
+EMBER_REDUCE("ReduceLogSumExp", LogSumExpOp, true);
 
 }  // namespace
 

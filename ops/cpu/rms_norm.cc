@@ -2,6 +2,7 @@
 // on is divided by sqrt(mean(x^2) + epsilon), then multiplied by Scale, which
 // broadcasts to X (numpy rules). Statistics in float (double for double inputs), which
 // is what stash_type 1 asks for.
+#include "graph/schemas/norm.h"
 #include "ops/cpu/elementwise.h"
 #include "ops/cpu/parallel.h"
 #include "ops/registry.h"
@@ -66,11 +67,8 @@ class RmsNormKernel final : public Kernel {
 
 std::unique_ptr<Kernel> make_rms_norm(KernelInit& init, std::string* why_not) {
   const Shape& x = init.inputs[0].shape;
-  const int64_t rank = static_cast<int64_t>(x.size());
-  int64_t axis = init.node.attributes.get_int_or("axis", -1);
-  if (axis < -rank || axis >= rank) init.fail("axis " + std::to_string(axis) + " is out of range");
-  if (axis < 0) axis += rank;
-  if (rank > kMaxRank) {
+  const RowNormShape rows = row_norm_shape(infer_context(init));
+  if (x.size() > kMaxRank) {
     *why_not = "rank above 8";
     return nullptr;
   }
@@ -82,12 +80,10 @@ std::unique_ptr<Kernel> make_rms_norm(KernelInit& init, std::string* why_not) {
     if (scale[i] != 1 && scale[i] != xd)
       init.fail("scale " + shape_to_string(scale) + " does not broadcast to X " + shape_to_string(x));
   }
-  int64_t rows = 1, cols = 1;
-  for (int64_t d = 0; d < rank; ++d) (d < axis ? rows : cols) *= x[d];
-  const float epsilon = init.node.attributes.get_float_or("epsilon", 1e-5f);
+  const float epsilon = init.attributes<RowNormAttributes>()->epsilon;
   std::unique_ptr<Kernel> kernel;
   dispatch(FloatTypes{}, dtype, [&](auto tag) {
-    kernel = std::make_unique<RmsNormKernel<typename decltype(tag)::type>>(rows, cols, epsilon, x, scale);
+    kernel = std::make_unique<RmsNormKernel<typename decltype(tag)::type>>(rows.rows, rows.cols, epsilon, x, scale);
   });
   if (!kernel) *why_not = std::string(dtype_name(dtype)) + " is not supported";
   return kernel;

@@ -2,7 +2,7 @@
 //
 // Opsets 1-12 coerce the input to 2-D at `axis` (default 1) and normalize each row of
 // prod(dims[axis:]) elements; opset 13+ normalizes along the single dimension `axis`
-// (default -1). Both become [outer, n, inner] at plan time (ops/softmax_params.h):
+// (default -1). Both become [outer, n, inner] at plan time (graph/schemas/norm.h):
 // rows are contiguous when inner == 1 (the attention-scores hot path), otherwise
 // columns are processed in chunks so the inner loops stay contiguous.
 //
@@ -11,7 +11,7 @@
 #include "ops/cpu/half_convert.h"
 #include "ops/cpu/parallel.h"
 #include "ops/registry.h"
-#include "ops/softmax_params.h"
+#include "graph/schemas/norm.h"
 
 #include <algorithm>
 #include <bit>
@@ -221,7 +221,7 @@ class Float16SoftmaxKernel final : public Kernel {
 
 template <Mode kMode>
 std::unique_ptr<Kernel> make_softmax(KernelInit& init, std::string* why_not) {
-  const auto [outer, n, inner] = softmax_shape(init);
+  const auto [outer, n, inner] = softmax_shape(infer_context(init));
   switch (init.inputs[0].dtype) {
     case DType::Float32: return std::make_unique<SoftmaxKernel<float, kMode>>(outer, n, inner);
     case DType::Float64: return std::make_unique<SoftmaxKernel<double, kMode>>(outer, n, inner);

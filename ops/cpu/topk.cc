@@ -4,7 +4,7 @@
 // order is a valid answer there too.
 #include "ops/cpu/parallel.h"
 #include "ops/registry.h"
-#include "ops/topk_params.h"
+#include "graph/schemas/reduce.h"
 
 #include <algorithm>
 
@@ -68,7 +68,7 @@ std::unique_ptr<Kernel> make_typed(KernelInit& init, bool largest, int64_t outer
 }
 
 std::unique_ptr<Kernel> make_topk(KernelInit& init, std::string* why_not) {
-  const TopKParams p = topk_params(init);
+  const TopKParams p = topk_params(infer_context(init));
   switch (init.inputs[0].dtype) {
     case DType::Float32: return make_typed<float>(init, p.largest, p.outer, p.n, p.inner, p.k);
     case DType::Float64: return make_typed<double>(init, p.largest, p.outer, p.n, p.inner, p.k);

@@ -1,7 +1,7 @@
 // BatchNormalization in inference mode on CUDA: y = x * a[c] + b[c] with a = scale /
 // sqrt(var + eps), b = bias - mean * a, folded per run into the workspace (a C-thread
 // kernel) so that statistics need not be constants, then one pass over X.
-#include "ops/batch_norm_params.h"
+#include "graph/schemas/norm.h"
 #include "ops/cuda/batch_norm_impl.h"
 #include "ops/cuda/cuda_common.h"
 #include "ops/registry.h"
@@ -41,7 +41,7 @@ std::unique_ptr<Kernel> make_batch_norm(KernelInit& init, std::string* why_not) 
       return nullptr;
     }
   BatchNormParams p;
-  if (!batch_norm_params(init, &p, why_not)) return nullptr;
+  if (!batch_norm_params(infer_context(init), &p, why_not)) return nullptr;
   if (init.inputs[1].dtype != init.inputs[2].dtype || init.inputs[3].dtype != init.inputs[4].dtype) {
     *why_not = "scale and B, or mean and var, differ in type";
     return nullptr;

@@ -2,9 +2,9 @@
 // on CUDA: float32 and float16 storage (X, scale and bias of one dtype), float32
 // statistics; the same opset ranges and arithmetic as the CPU kernels
 // (ops/cpu/layer_norm.cc, rms_norm.cc, norm.cc). norm_impl.h has the kernels.
+#include "graph/schemas/norm.h"
 #include "ops/cuda/cuda_common.h"
 #include "ops/cuda/norm_impl.h"
-#include "ops/norm_params.h"
 #include "ops/registry.h"
 
 namespace ember {
@@ -77,15 +77,14 @@ std::unique_ptr<Kernel> make_row_norm(KernelInit& init, std::string* why_not) {
     return nullptr;
   }
   if (!same_dtypes(init, kRms ? 2 : 3, why_not)) return nullptr;
-  if (!kRms && init.node.attributes.get_int_or("stash_type", 1) != 1) {
+  const auto attributes = init.attributes<RowNormAttributes>();
+  if (!kRms && attributes->stash_type != 1) {
     *why_not = "only stash_type 1 (float) is supported";
     return nullptr;
   }
   const Shape& x = init.inputs[0].shape;
-  const int64_t rank = static_cast<int64_t>(x.size());
-  int64_t axis = init.node.attributes.get_int_or("axis", -1);
-  if (axis < -rank || axis >= rank) init.fail("axis " + std::to_string(axis) + " is out of range");
-  if (axis < 0) axis += rank;
+  const RowNormShape rows = row_norm_shape(infer_context(init));
+  const int64_t axis = rows.axis;
   const bool has_bias = !kRms && init.inputs.size() > 2 && init.inputs[2].present();
   for (size_t i = 1; i < (has_bias ? 3u : 2u); ++i)
     if (!indexed_by_column(x, init.inputs[i].shape, axis)) {
@@ -97,10 +96,9 @@ std::unique_ptr<Kernel> make_row_norm(KernelInit& init, std::string* why_not) {
   cuda::RowNormArgs a;
   a.half = dtype == DType::Float16;
   a.rms = kRms;
-  a.epsilon = init.node.attributes.get_float_or("epsilon", 1e-5f);
-  a.rows = 1;
-  a.cols = 1;
-  for (int64_t d = 0; d < rank; ++d) (d < axis ? a.rows : a.cols) *= x[d];
+  a.epsilon = attributes->epsilon;
+  a.rows = rows.rows;
+  a.cols = rows.cols;
   return std::make_unique<RowNormKernel>(a);
 }
 
@@ -142,13 +140,15 @@ std::unique_ptr<Kernel> make_group_norm_kernel(const KernelInit& init, const Gro
 }
 
 std::unique_ptr<Kernel> make_instance_norm(KernelInit& init, std::string* why_not) {
-  return make_group_norm_kernel(init, instance_norm_params(init), why_not);
+  return make_group_norm_kernel(init, group_norm_params(infer_context(init)), why_not);
 }
 
 std::unique_ptr<Kernel> make_group_norm(KernelInit& init, std::string* why_not) {
-  GroupNormParams p;
-  if (!group_norm_params(init, &p, why_not)) return nullptr;
-  return make_group_norm_kernel(init, p, why_not);
+  if (init.attributes<GroupNormAttributes>()->stash_type != 1) {
+    *why_not = "only stash_type 1 (float) is supported";
+    return nullptr;
+  }
+  return make_group_norm_kernel(init, group_norm_params(infer_context(init)), why_not);
 }
 
 }  // namespace

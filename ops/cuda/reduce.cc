@@ -5,10 +5,10 @@
 // must then be a plan-time constant; keepdims and noop_with_empty_axes as ONNX has
 // them. Any set of axes is taken: reduce_impl.h has the three layouts, reduce_plan.cc
 // the choice.
+#include "graph/schemas/reduce.h"
 #include "ops/cuda/cuda_common.h"
 #include "ops/cuda/reduce_impl.h"
 #include "ops/cuda/reduce_plan.h"
-#include "ops/reduce_params.h"
 #include "ops/registry.h"
 
 namespace ember {
@@ -49,7 +49,7 @@ class ReduceKernel final : public Kernel {
   cuda::ReduceArgs args_;
 };
 
-template <ReduceOp kOp, bool kAxesInput>
+template <ReduceOp kOp>
 std::unique_ptr<Kernel> make_reduce(KernelInit& init, std::string* why_not) {
   constexpr bool kIntegers = kOp == ReduceOp::Sum || kOp == ReduceOp::Max || kOp == ReduceOp::Min;
   cuda::ReduceArgs a;
@@ -68,33 +68,32 @@ std::unique_ptr<Kernel> make_reduce(KernelInit& init, std::string* why_not) {
                " (integers only for ReduceSum, ReduceMax, ReduceMin)";
     return nullptr;
   }
-  std::vector<bool> mask;
-  if (!reduced_mask(init, kAxesInput, &mask)) {
+  const InferContext ctx = infer_context(init);
+  if (!reduce_axes_known(ctx)) {
     *why_not = "axes (input 1) is not a plan-time constant";
     return nullptr;
   }
-  if (!cuda::plan_reduce(init.inputs[0].shape, mask, &a.layout)) {
+  if (!cuda::plan_reduce(init.inputs[0].shape, reduced_dims(ctx), &a.layout)) {
     *why_not = "more than " + std::to_string(cuda::kReduceMaxDims) + " kept or reduced runs of dimensions";
     return nullptr;
   }
   return std::make_unique<ReduceKernel>(a);
 }
 
-// Up to opset 12 (17 for the ops other than ReduceSum) the axes are an attribute.
-#define EMBER_CUDA_REDUCE(name, op, axes_input_since)                                                     \
-  EMBER_KERNEL(name, "", 1, axes_input_since - 1, DeviceKind::Cuda, (make_reduce<op, false>));           \
-  EMBER_KERNEL(name, "", axes_input_since, kMaxOpset, DeviceKind::Cuda, (make_reduce<op, true>))
+// Whether the axes are an attribute or input 1 (by opset) is the schema's business
+// (graph/schemas/reduce.h): one kernel for every opset.
+#define EMBER_CUDA_REDUCE(name, op) EMBER_KERNEL(name, "", 1, kMaxOpset, DeviceKind::Cuda, make_reduce<op>)
 
-EMBER_CUDA_REDUCE("ReduceSum", ReduceOp::Sum, 13);
-EMBER_CUDA_REDUCE("ReduceMean", ReduceOp::Mean, 18);
-EMBER_CUDA_REDUCE("ReduceMax", ReduceOp::Max, 18);
-EMBER_CUDA_REDUCE("ReduceMin", ReduceOp::Min, 18);
-EMBER_CUDA_REDUCE("ReduceProd", ReduceOp::Prod, 18);
-EMBER_CUDA_REDUCE("ReduceL1", ReduceOp::L1, 18);
-EMBER_CUDA_REDUCE("ReduceL2", ReduceOp::L2, 18);
-EMBER_CUDA_REDUCE("ReduceLogSum", ReduceOp::LogSum, 18);
-EMBER_CUDA_REDUCE("ReduceLogSumExp", ReduceOp::LogSumExp, 18);
-EMBER_CUDA_REDUCE("ReduceSumSquare", ReduceOp::SumSquare, 18);
+EMBER_CUDA_REDUCE("ReduceSum", ReduceOp::Sum);
+EMBER_CUDA_REDUCE("ReduceMean", ReduceOp::Mean);
+EMBER_CUDA_REDUCE("ReduceMax", ReduceOp::Max);
+EMBER_CUDA_REDUCE("ReduceMin", ReduceOp::Min);
+EMBER_CUDA_REDUCE("ReduceProd", ReduceOp::Prod);
+EMBER_CUDA_REDUCE("ReduceL1", ReduceOp::L1);
+EMBER_CUDA_REDUCE("ReduceL2", ReduceOp::L2);
+EMBER_CUDA_REDUCE("ReduceLogSum", ReduceOp::LogSum);
+EMBER_CUDA_REDUCE("ReduceLogSumExp", ReduceOp::LogSumExp);
+EMBER_CUDA_REDUCE("ReduceSumSquare", ReduceOp::SumSquare);
 
 }  // namespace
 

@@ -2,11 +2,11 @@
 //
 // Opsets 1-12 coerce the input to 2-D at `axis` (default 1) and normalize each row of
 // prod(dims[axis:]) elements; opset 13+ normalizes along the one dimension `axis`
-// (default -1). Both become [outer, n, inner] at plan time by ops/softmax_params.h,
+// (default -1). Both become [outer, n, inner] at plan time by graph/schemas/norm.h,
 // as on the CPU; softmax_impl.h says which kernel takes which shape.
 #include "ops/cuda/cuda_common.h"
 #include "ops/cuda/softmax_impl.h"
-#include "ops/softmax_params.h"
+#include "graph/schemas/norm.h"
 #include "ops/registry.h"
 
 namespace ember {
@@ -36,7 +36,7 @@ std::unique_ptr<Kernel> make_softmax(KernelInit& init, std::string* why_not) {
     *why_not = std::string(dtype_name(dtype)) + " is not supported on CUDA (float32 and float16 are)";
     return nullptr;
   }
-  const SoftmaxShape s = softmax_shape(init);
+  const SoftmaxShape s = softmax_shape(infer_context(init));
   cuda::SoftmaxArgs a;
   a.half = dtype == DType::Float16;
   a.log = kLog;

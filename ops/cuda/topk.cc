@@ -7,7 +7,7 @@
 #include "ops/cuda/cuda_common.h"
 #include "ops/cuda/topk_impl.h"
 #include "ops/registry.h"
-#include "ops/topk_params.h"
+#include "graph/schemas/reduce.h"
 
 #include <limits>
 #include <utility>
@@ -64,7 +64,9 @@ std::unique_ptr<Kernel> make_topk(KernelInit& init, std::string* why_not) {
     *why_not = "TopK on CUDA needs both outputs (Values and Indices)";
     return nullptr;
   }
-  const auto [outer, n, inner, k, largest] = topk_params(init);
+  const TopKParams p = topk_params(infer_context(init));
+  const int64_t outer = p.outer, n = p.n, inner = p.inner, k = p.k;
+  const bool largest = p.largest;
   const int64_t rows = outer * inner;
 
   if (n > std::numeric_limits<int32_t>::max()) {
