@@ -207,6 +207,28 @@ EMBER_EW_FN float apply_unary(UnaryFunction f, float x, const Params& p) {
   return x;
 }
 
+// ---- Fused activations -------------------------------------------------------------
+
+// The activation a GEMM/conv epilogue applies (com.ember FusedConv / FusedMatMul /
+// FusedGemm's "activation"): Clip, or any function of the table.
+struct Activation {
+  enum class Kind : int32_t { None, Clip, Function };
+  Kind kind = Kind::None;
+  UnaryFunction function = UnaryFunction::Relu;
+  Params params;  // the function's; Clip: [alpha, beta] = [min, max]
+
+  EMBER_EW_FN bool is(UnaryFunction f) const { return kind == Kind::Function && function == f; }
+};
+
+template <class T> EMBER_EW_FN T apply_activation(const Activation& act, T x) {
+  switch (act.kind) {
+    case Activation::Kind::None: return x;
+    case Activation::Kind::Clip: return min_of(max_of(x, T(act.params.alpha)), T(act.params.beta));
+    case Activation::Kind::Function: return apply_unary(act.function, x, act.params);
+  }
+  return x;
+}
+
 // ---- Host-side metadata (names, opsets, attributes) --------------------------------
 
 struct UnaryInfo {

@@ -1,3 +1,4 @@
+#include "graph/elementwise_table.h"
 #include "graph/passes/graph_edit.h"
 #include "graph/passes/passes.h"
 
@@ -7,26 +8,10 @@ namespace ember {
 namespace {
 
 // The activation a node applies, as a FusedConv/FusedMatMul `activation` string and
-// its parameters; empty when the node is not a fusable activation.
+// its parameters: any function of the elementwise table (each device's epilogue runs
+// them all), or Clip with constant bounds; empty when the node is neither.
 std::string activation_of(const Graph& graph, const Node& n, std::vector<float>* params) {
-  // fuse_gelu's com.ember Gelu carries `approximate` as ONNX's Gelu does (read below).
-  const bool ember_gelu = n.domain == "com.ember" && n.op_type == "Gelu";
-  if (!n.domain.empty() && !ember_gelu) return "";
-  if (n.op_type == "Relu" || n.op_type == "Sigmoid" || n.op_type == "Tanh" ||
-      n.op_type == "HardSwish")
-    return n.op_type;
-  if (n.op_type == "LeakyRelu") {
-    *params = {n.attributes.get_float_or("alpha", 0.01f)};
-    return n.op_type;
-  }
-  if (n.op_type == "HardSigmoid") {
-    *params = {n.attributes.get_float_or("alpha", 0.2f), n.attributes.get_float_or("beta", 0.5f)};
-    return n.op_type;
-  }
-  if (n.op_type == "Gelu") {
-    return n.attributes.get_string_or("approximate", "none") == "tanh" ? "GeluTanh" : "Gelu";
-  }
-  if (n.op_type == "Clip") {
+  if (n.op_type == "Clip" && n.domain.empty()) {
     float lo = -3.402823466e38f, hi = 3.402823466e38f;
     if (graph.opset("") < 11) {
       lo = n.attributes.get_float_or("min", lo);
@@ -40,7 +25,7 @@ std::string activation_of(const Graph& graph, const Node& n, std::vector<float>*
     *params = {lo, hi};
     return "Clip";
   }
-  return "";
+  return activation_name_of(n, params);
 }
 
 struct Fusion {

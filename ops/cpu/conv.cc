@@ -1,4 +1,5 @@
 // Conv and com.ember FusedConv (bias, residual sum, activation) on oneDNN.
+#include "graph/elementwise_table.h"
 #include "graph/schemas/window.h"
 #include "ops/cpu/dnnl_util.h"
 #include "ops/cpu/parallel.h"
@@ -35,7 +36,7 @@ bool is_pointwise(const WindowGeometry& g, int64_t group) {
 
 class ConvKernel final : public Kernel {
  public:
-  ConvKernel(KernelInit& init, const Activation& act) {
+  ConvKernel(KernelInit& init, const ew::Activation& act) : activation_(act) {
     const Shape& x = init.inputs[0].shape;
     const Shape& w = init.inputs[1].shape;
     const int64_t group = init.node.attributes.get_int_or("group", 1);
@@ -53,7 +54,7 @@ class ConvKernel final : public Kernel {
     for (int64_t d : g.dilations) dilations.push_back(d - 1);  // oneDNN counts the gaps
     dnnl::post_ops ops;
     if (has_residual_) ops.append_sum(1.f);
-    append_activation(ops, act);
+    activation_.append_to(ops);
 
     DnnlThreadScope threads(init.num_threads);
     const dnnl::convolution_forward::desc desc(
@@ -98,6 +99,7 @@ class ConvKernel final : public Kernel {
                          {DNNL_ARG_DST, &dst_md_, y},
                          {DNNL_ARG_SCRATCHPAD, &scratch_md_, scratch}});
     if (from_dst_) from_dst_.run(y, args.outputs[0]->data(), scratch);
+    activation_.apply_after(args.outputs[0]->data_as<float>(), args.outputs[0]->numel());
   }
 
  private:
@@ -105,6 +107,7 @@ class ConvKernel final : public Kernel {
     parallel_for(n, 1, [&](int64_t b, int64_t e) { std::memcpy(to + b, from + b, (e - b) * sizeof(float)); });
   }
 
+  FusedActivation activation_;
   dnnl::convolution_forward prim_;
   mutable DnnlHandles handles_;
   memory::desc src_md_, weights_md_, bias_md_, dst_md_, scratch_md_;
@@ -125,7 +128,9 @@ std::unique_ptr<Kernel> make_conv(KernelInit& init, std::string* why_not) {
     *why_not = "the residual input broadcasts; the fused sum needs the output's shape";
     return nullptr;
   }
-  return std::make_unique<ConvKernel>(init, parse_activation(init));
+  ew::Activation act;
+  if (!fused_activation_of(init.node, &act, why_not)) return nullptr;
+  return std::make_unique<ConvKernel>(init, act);
 }
 
 }  // namespace

@@ -69,42 +69,64 @@ DnnlThreadScope::~DnnlThreadScope() {
 #endif
 }
 
-Activation parse_activation(const KernelInit& init) {
-  if (init.node.domain != "com.ember") return {};
-  Activation act{init.node.attributes.get_string_or("activation", ""),
-                 init.node.attributes.get_floats_or("activation_params", {})};
-  size_t wanted = 0;
-  if (act.kind == "LeakyRelu") {
-    if (act.params.empty()) act.params = {0.01f};
-    wanted = 1;
-  } else if (act.kind == "Clip" || act.kind == "HardSigmoid") {
-    wanted = 2;
-  } else if (act.kind != "" && act.kind != "Relu" && act.kind != "Sigmoid" && act.kind != "Tanh" &&
-             act.kind != "HardSwish" && act.kind != "Gelu" && act.kind != "GeluTanh") {
-    init.fail("unknown fused activation '" + act.kind + "'");
+namespace {
+
+// oneDNN's eltwise for a table function: false when it has none (or none ember checked
+// against the table's definition).
+bool dnnl_eltwise(const ew::Activation& act, dnnl::algorithm* alg, float* alpha) {
+  using alg_t = dnnl::algorithm;
+  using F = ew::UnaryFunction;
+  *alpha = 0.f;
+  if (act.kind == ew::Activation::Kind::Clip) {
+    *alg = alg_t::eltwise_clip_v2;
+    return true;
   }
-  if (act.params.size() != wanted)
-    init.fail("activation '" + act.kind + "' takes " + std::to_string(wanted) +
-              " activation_params, got " + std::to_string(act.params.size()));
-  return act;
+  switch (act.function) {
+    case F::Relu: *alg = alg_t::eltwise_relu; return true;
+    case F::LeakyRelu: *alg = alg_t::eltwise_relu, *alpha = act.params.alpha; return true;
+    case F::Sigmoid: *alg = alg_t::eltwise_logistic; return true;
+    case F::Tanh: *alg = alg_t::eltwise_tanh; return true;
+    case F::HardSwish: *alg = alg_t::eltwise_hardswish; return true;
+    case F::Gelu: *alg = alg_t::eltwise_gelu_erf; return true;
+    case F::GeluTanh: *alg = alg_t::eltwise_gelu_tanh; return true;
+    case F::Elu: *alg = alg_t::eltwise_elu, *alpha = act.params.alpha; return true;
+    // x * sigmoid(alpha * x): Swish, and QuickGelu with its alpha of 1.702.
+    case F::Swish:
+    case F::QuickGelu: *alg = alg_t::eltwise_swish, *alpha = act.params.alpha; return true;
+    case F::Abs: *alg = alg_t::eltwise_abs; return true;
+    default: return false;
+  }
 }
 
-void append_activation(dnnl::post_ops& ops, const Activation& act) {
-  using alg = dnnl::algorithm;
-  const auto& p = act.params;
-  if (act.kind == "Relu") ops.append_eltwise(1.f, alg::eltwise_relu, 0.f, 0.f);
-  else if (act.kind == "LeakyRelu") ops.append_eltwise(1.f, alg::eltwise_relu, p[0], 0.f);
-  else if (act.kind == "Clip") ops.append_eltwise(1.f, alg::eltwise_clip_v2, p[0], p[1]);
-  else if (act.kind == "Sigmoid") ops.append_eltwise(1.f, alg::eltwise_logistic, 0.f, 0.f);
-  else if (act.kind == "Tanh") ops.append_eltwise(1.f, alg::eltwise_tanh, 0.f, 0.f);
-  else if (act.kind == "HardSwish") ops.append_eltwise(1.f, alg::eltwise_hardswish, 0.f, 0.f);
-  else if (act.kind == "Gelu") ops.append_eltwise(1.f, alg::eltwise_gelu_erf, 0.f, 0.f);
-  else if (act.kind == "GeluTanh") ops.append_eltwise(1.f, alg::eltwise_gelu_tanh, 0.f, 0.f);
-  else if (act.kind == "HardSigmoid") {
+}  // namespace
+
+FusedActivation::FusedActivation(const ew::Activation& act) : act_(act) {
+  dnnl::algorithm alg = dnnl::algorithm::undef;
+  float alpha = 0.f;
+  by_dnnl_ = act.kind == ew::Activation::Kind::None || act.is(ew::UnaryFunction::HardSigmoid) ||
+             dnnl_eltwise(act, &alg, &alpha);
+}
+
+void FusedActivation::append_to(dnnl::post_ops& ops) const {
+  if (act_.kind == ew::Activation::Kind::None || !by_dnnl_) return;
+  if (act_.is(ew::UnaryFunction::HardSigmoid)) {
     // oneDNN 2.6 has no hardsigmoid: max(0, min(1, alpha*x + beta)) as linear + clip.
-    ops.append_eltwise(1.f, alg::eltwise_linear, p[0], p[1]);
-    ops.append_eltwise(1.f, alg::eltwise_clip_v2, 0.f, 1.f);
+    ops.append_eltwise(1.f, dnnl::algorithm::eltwise_linear, act_.params.alpha, act_.params.beta);
+    ops.append_eltwise(1.f, dnnl::algorithm::eltwise_clip_v2, 0.f, 1.f);
+    return;
   }
+  dnnl::algorithm alg = dnnl::algorithm::undef;
+  float alpha = 0.f;
+  dnnl_eltwise(act_, &alg, &alpha);
+  const bool clip = act_.kind == ew::Activation::Kind::Clip;
+  ops.append_eltwise(1.f, alg, clip ? act_.params.alpha : alpha, clip ? act_.params.beta : 0.f);
+}
+
+void FusedActivation::apply_after(float* y, int64_t n) const {
+  if (by_dnnl_) return;
+  parallel_for(n, 20, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) y[i] = ew::apply_activation(act_, y[i]);
+  });
 }
 
 dnnl::primitive_attr make_dnnl_attr(const dnnl::post_ops& ops) {

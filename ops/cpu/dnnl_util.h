@@ -3,6 +3,7 @@
 // post-ops, plan-time weight reorders and an allocation-light execute.
 #pragma once
 
+#include "graph/elementwise_functions.h"
 #include "ops/kernel.h"
 
 #include <ember/core/tensor.h>
@@ -42,15 +43,21 @@ class DnnlThreadScope {
   int saved_ = 1;
 };
 
-// The activation of the com.ember fused ops ("activation", "activation_params").
-struct Activation {
-  std::string kind;  // "" for none
-  std::vector<float> params;
+// The fused activation of a com.ember node (graph/elementwise_table.h reads it), split
+// between oneDNN and ember: appended as oneDNN post-ops where oneDNN has the function;
+// any other table function is `after` the primitive, a pass over its float32 output.
+class FusedActivation {
+ public:
+  FusedActivation() = default;
+  explicit FusedActivation(const ew::Activation& act);
+
+  void append_to(dnnl::post_ops& ops) const;
+  void apply_after(float* y, int64_t n) const;  // a no-op when oneDNN applies it
+
+ private:
+  ew::Activation act_;
+  bool by_dnnl_ = true;
 };
-// Reads and validates the fused activation attributes of a com.ember node (standard
-// ops have none); fails naming the node.
-Activation parse_activation(const KernelInit& init);
-void append_activation(dnnl::post_ops& ops, const Activation& act);
 
 // Attributes every ember primitive uses: user-managed scratchpad (so concurrent runs
 // of one primitive never share scratch memory).

@@ -1,4 +1,5 @@
 // MatMul, Gemm and their com.ember fused forms (bias, activation) on oneDNN's matmul.
+#include "graph/elementwise_table.h"
 #include "ops/cpu/dnnl_util.h"
 #include "ops/cpu/parallel.h"
 #include "ops/registry.h"
@@ -55,7 +56,7 @@ bool float_inputs(const KernelInit& init, std::string* why_not) {
 // batch dims broadcast. A 2-D B folds A's batch into M: one large GEMM.
 class MatMulKernel final : public Kernel {
  public:
-  MatMulKernel(KernelInit& init, const Activation& act) {
+  MatMulKernel(KernelInit& init, const ew::Activation& act) : activation_(act) {
     Shape a = init.inputs[0].shape, b = init.inputs[1].shape;
     if (a.size() == 1) a.insert(a.begin(), 1);
     if (b.size() == 1) b.push_back(1);
@@ -74,7 +75,7 @@ class MatMulKernel final : public Kernel {
     Shape bias(c.size(), 1);
     bias.back() = n;
     dnnl::post_ops ops;
-    append_activation(ops, act);
+    activation_.append_to(ops);
     mm_.build(init, plain_f32_desc(a), plain_f32_desc(b), has_bias_ ? plain_f32_desc(bias) : memory::desc(),
               plain_f32_desc(c), make_dnnl_attr(ops), b.size() == 2 ? init.values[1] : nullptr);
     init.workspace_bytes = mm_.scratchpad();
@@ -83,9 +84,11 @@ class MatMulKernel final : public Kernel {
   void run(const RunArgs& args) const override {
     mm_.run(args.inputs[0]->data(), args.inputs[1]->data(), has_bias_ ? args.inputs[2]->data() : nullptr,
             args.outputs[0]->data(), args.workspace);
+    activation_.apply_after(args.outputs[0]->data_as<float>(), args.outputs[0]->numel());
   }
 
  private:
+  FusedActivation activation_;
   DnnlMatMul mm_;
   bool has_bias_ = false;
 };
@@ -96,7 +99,9 @@ std::unique_ptr<Kernel> make_matmul(KernelInit& init, std::string* why_not) {
     *why_not = "oneDNN matmul supports rank 12 at most";
     return nullptr;
   }
-  return std::make_unique<MatMulKernel>(init, parse_activation(init));
+  ew::Activation act;
+  if (!fused_activation_of(init.node, &act, why_not)) return nullptr;
+  return std::make_unique<MatMulKernel>(init, act);
 }
 
 // Gemm: Y = act(alpha * op(A) op(B) + beta * C). A row vector C ([N], [1, N]) with
@@ -104,7 +109,7 @@ std::unique_ptr<Kernel> make_matmul(KernelInit& init, std::string* why_not) {
 // any other C is broadcast into Y first and added by a sum post-op.
 class GemmKernel final : public Kernel {
  public:
-  GemmKernel(KernelInit& init, const Activation& act) {
+  GemmKernel(KernelInit& init, const ew::Activation& act) : activation_(act) {
     const auto& at = init.node.attributes;
     const bool ta = at.get_int_or("transA", 0) != 0, tb = at.get_int_or("transB", 0) != 0;
     const float alpha = at.get_float_or("alpha", 1.f);
@@ -131,7 +136,7 @@ class GemmKernel final : public Kernel {
 
     dnnl::post_ops ops;
     if (fill_c_) ops.append_sum(1.f);
-    append_activation(ops, act);
+    activation_.append_to(ops);
     dnnl::primitive_attr attr = make_dnnl_attr(ops);
     if (alpha != 1.f) attr.set_output_scales(0, {alpha});
     mm_.build(init, a_md, b_md, use_bias_ ? plain_f32_desc({1, n_}) : memory::desc(), plain_f32_desc({m_, n_}),
@@ -146,6 +151,7 @@ class GemmKernel final : public Kernel {
                        : scaled_bias_.empty() ? args.inputs[2]->data()
                                               : static_cast<const void*>(scaled_bias_.data());
     mm_.run(args.inputs[0]->data(), args.inputs[1]->data(), bias, y, args.workspace);
+    activation_.apply_after(y, args.outputs[0]->numel());
   }
 
  private:
@@ -159,6 +165,7 @@ class GemmKernel final : public Kernel {
     });
   }
 
+  FusedActivation activation_;
   DnnlMatMul mm_;
   int64_t m_ = 0, n_ = 0;
   float beta_ = 1.f;
@@ -169,7 +176,9 @@ class GemmKernel final : public Kernel {
 
 std::unique_ptr<Kernel> make_gemm(KernelInit& init, std::string* why_not) {
   if (!float_inputs(init, why_not)) return nullptr;
-  return std::make_unique<GemmKernel>(init, parse_activation(init));
+  ew::Activation act;
+  if (!fused_activation_of(init.node, &act, why_not)) return nullptr;
+  return std::make_unique<GemmKernel>(init, act);
 }
 
 }  // namespace

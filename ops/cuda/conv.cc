@@ -8,11 +8,12 @@
 // (falling back to the unfused path where cuDNN refuses it); every other combination
 // is cudnnConvolutionForward followed by one epilogue pass (bias, residual and
 // activation in a single launch).
+#include "graph/elementwise_table.h"
 #include "graph/schemas/window.h"
 #include "ops/cuda/conv_cudnn.h"
 #include "ops/cuda/conv_impl.h"
 #include "ops/cuda/conv_plan.h"
-#include "ops/cuda/dense_epilogue.h"
+#include "ops/cuda/dense_epilogue_impl.h"
 #include "ops/registry.h"
 
 #include <algorithm>
@@ -193,7 +194,7 @@ std::unique_ptr<Kernel> make_conv(KernelInit& init, std::string* why_not) {
   if (!cuda::conv_inputs_supported(init, "Conv", "convolutions", why_not)) return nullptr;
   const Shape& x = init.inputs[0].shape;
   cuda::Activation act;
-  if (!cuda::parse_activation(init, &act, why_not)) return nullptr;
+  if (!fused_activation_of(init.node, &act, why_not)) return nullptr;
   const WindowGeometry g =
       forward_window(init.node, Shape(x.begin() + 2, x.end()), conv_kernel_shape(init.node, init.inputs[1].shape), false);
   Shape y{x[0], init.inputs[1].shape[0]};

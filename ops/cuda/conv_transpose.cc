@@ -11,7 +11,7 @@
 #include "ops/cuda/conv_cudnn.h"
 #include "ops/cuda/conv_impl.h"
 #include "ops/cuda/conv_plan.h"
-#include "ops/cuda/dense_epilogue.h"
+#include "ops/cuda/dense_epilogue_impl.h"
 #include "ops/registry.h"
 
 #include <algorithm>

@@ -15,13 +15,6 @@ inline unsigned dense_blocks(int64_t n, unsigned threads = 256) {
   return static_cast<unsigned>(blocks < 1 ? 1 : blocks > 65535 * 8 ? 65535 * 8 : blocks);
 }
 
-__device__ __forceinline__ float apply_activation(const Activation& act, float x) {
-  switch (act.kind) {
-    case Activation::Kind::None: return x;
-    case Activation::Kind::Clip: return fminf(fmaxf(x, act.params.alpha), act.params.beta);
-    case Activation::Kind::Function: return ew::apply_unary(act.function, x, act.params);
-  }
-  return x;
-}
+using ew::apply_activation;
 
 }  // namespace ember::cuda

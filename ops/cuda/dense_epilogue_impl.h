@@ -13,14 +13,7 @@ namespace ember::cuda {
 
 // The activation ember's fusion pass puts on FusedConv/FusedMatMul/FusedGemm
 // (graph/passes/fuse_bias_activation.cc): Clip, or a function of the elementwise table.
-struct Activation {
-  enum class Kind : int32_t { None, Clip, Function };
-  Kind kind = Kind::None;
-  ew::UnaryFunction function = ew::UnaryFunction::Relu;
-  ew::Params params;  // the function's; Clip: [alpha, beta] = [min, max]
-
-  bool is(ew::UnaryFunction f) const { return kind == Kind::Function && function == f; }
-};
+using ew::Activation;
 
 // y[i] = act(y[i] + bias[(i / bias_inner) % bias_count]
 //                 + add_scale * add[(i / add_cols) * add_row_stride + (i % add_cols) * add_col_stride])

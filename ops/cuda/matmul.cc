@@ -1,7 +1,8 @@
 // MatMul, Gemm and their com.ember fused forms (bias, activation) on cuBLASLt. The
 // batch layout and the row-major to column-major mapping are in matmul_plan.h.
+#include "graph/elementwise_table.h"
 #include "ops/cuda/cuda_common.h"
-#include "ops/cuda/dense_epilogue.h"
+#include "ops/cuda/dense_epilogue_impl.h"
 #include "ops/cuda/matmul_plan.h"
 #include "ops/registry.h"
 
@@ -251,7 +252,7 @@ class MatMulKernel final : public Kernel {
 std::unique_ptr<Kernel> make_matmul(KernelInit& init, std::string* why_not) {
   if (!same_float_inputs(init, why_not)) return nullptr;
   cuda::Activation act;
-  if (!cuda::parse_activation(init, &act, why_not)) return nullptr;
+  if (!fused_activation_of(init.node, &act, why_not)) return nullptr;
   Problem p;
   if (!cuda::matmul_batch_problem(init.inputs[0].shape, init.inputs[1].shape, &p, why_not)) return nullptr;
   if (p.k == 0 && shape_numel(init.outputs[0].shape) > 0) {
@@ -329,7 +330,7 @@ class GemmKernel final : public Kernel {
 std::unique_ptr<Kernel> make_gemm(KernelInit& init, std::string* why_not) {
   if (!same_float_inputs(init, why_not)) return nullptr;
   cuda::Activation act;
-  if (!cuda::parse_activation(init, &act, why_not)) return nullptr;
+  if (!fused_activation_of(init.node, &act, why_not)) return nullptr;
   auto kernel = std::make_unique<GemmKernel>();
   if (!kernel->plan(init, act, why_not)) return nullptr;
   return kernel;

@@ -132,6 +132,42 @@ TEST(Passes, ConvResidualReluFusesAndKeepsItsDecomposition) {
   expect_close(run_reference(g, in)[0], before[0], 1e-5f);
 }
 
+// Any function of the elementwise table fuses, with its attributes as parameters:
+// oneDNN has no post-op for Mish or QuickGelu, so the CPU applies them after the
+// primitive; the result is the unfused graph's.
+TEST(Passes, AnyTableActivationFusesWithItsParameters) {
+  std::mt19937 rng(5);
+  Attributes alpha;
+  alpha.set_float("alpha", 1.5f);
+  struct Case {
+    Node activation;
+    std::string name;
+    std::vector<float> params;
+  };
+  const std::vector<Case> cases = {{make_node("Mish", {"c"}, {"y"}), "Mish", {}},
+                                   {make_node("QuickGelu", {"c"}, {"y"}, alpha, "com.microsoft"), "QuickGelu", {1.5f}},
+                                   {make_node("Elu", {"c"}, {"y"}), "Elu", {1.0f}}};
+  for (const Case& c : cases) {
+    for (const char* base : {"Conv", "MatMul"}) {
+      SCOPED_TRACE(std::string(base) + " + " + c.name);
+      const bool conv = std::string(base) == "Conv";
+      Graph g = base_graph({});
+      g.opset_imports[""] = 18;  // Mish
+      g.opset_imports["com.microsoft"] = 1;
+      g.initializers["w"] = random_tensor(conv ? Shape{4, 4, 1, 1} : Shape{6, 4}, rng);
+      g.nodes = {make_node(base, {"x", "w"}, {"c"}), c.activation};
+      g.outputs.push_back({"y", DType::Float32, {}, false});
+      const std::vector<Tensor> in = {random_tensor(conv ? Shape{1, 4, 3, 5} : Shape{3, 6}, rng)};
+      const auto before = run_reference(g, in);
+      EXPECT_EQ(fuse_bias_activation(g), 1);
+      ASSERT_EQ(g.nodes.size(), 1u);
+      EXPECT_EQ(g.nodes[0].attributes.get_string("activation"), c.name);
+      EXPECT_EQ(g.nodes[0].attributes.get_floats("activation_params"), c.params);
+      expect_close(run_reference(g, in)[0], before[0], 1e-5f);
+    }
+  }
+}
+
 Graph gelu_mlp_graph(std::mt19937& rng) {
   Graph g = base_graph({2, 5, 8});
   g.initializers["w"] = random_tensor({8, 16}, rng);

@@ -79,6 +79,12 @@ inline float activate(const std::string& kind, const std::vector<float>& p, floa
   if (kind == "Gelu") return 0.5f * x * (1 + std::erf(x / std::sqrt(2.f)));
   if (kind == "GeluTanh")
     return 0.5f * x * (1 + std::tanh(std::sqrt(2 / 3.14159265358979f) * (x + 0.044715f * x * x * x)));
+  if (kind == "Elu") return x > 0 ? x : p[0] * (std::exp(x) - 1);
+  if (kind == "Swish" || kind == "QuickGelu") return x / (1 + std::exp(-p[0] * x));
+  if (kind == "Abs") return std::fabs(x);
+  if (kind == "Softplus") return std::log1p(std::exp(x));
+  if (kind == "Mish") return x * std::tanh(std::log1p(std::exp(x)));
+  if (kind == "Softsign") return x / (1 + std::fabs(x));
   return x;
 }
 
@@ -90,7 +96,11 @@ struct ActivationCase {
 inline std::vector<ActivationCase> all_activations() {
   return {{"", {}},          {"Relu", {}},      {"LeakyRelu", {0.1f}}, {"Clip", {-0.5f, 0.7f}},
           {"Sigmoid", {}},   {"Tanh", {}},      {"HardSigmoid", {0.3f, 0.4f}},
-          {"HardSwish", {}}, {"Gelu", {}},      {"GeluTanh", {}}};
+          {"HardSwish", {}}, {"Gelu", {}},      {"GeluTanh", {}},
+          // oneDNN post-ops with a parameter, and table functions ember applies after the
+          // primitive (oneDNN has no post-op for them).
+          {"Elu", {0.7f}},   {"Swish", {0.7f}}, {"QuickGelu", {1.702f}}, {"Abs", {}},
+          {"Softplus", {}},  {"Mish", {}},      {"Softsign", {}}};
 }
 
 inline void set_activation(Node& node, const ActivationCase& a) {
