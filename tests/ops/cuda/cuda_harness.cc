@@ -52,8 +52,9 @@ cuda::StreamContext& shared_context() {
 
 }  // namespace
 
-std::vector<Tensor> run_on_cuda(const Node& node, int64_t opset, const std::vector<const Tensor*>& inputs,
-                                const std::vector<int>& plan_time_inputs) {
+DeviceRun try_run_on_cuda(const Node& node, int64_t opset, const std::vector<const Tensor*>& inputs,
+                          const std::vector<int>& plan_time_inputs) {
+  DeviceRun run;
   cuda::StreamContext& context = shared_context();
   check(cudaSetDevice(context.device), "cudaSetDevice");
   std::vector<TensorType> types;
@@ -65,7 +66,6 @@ std::vector<Tensor> run_on_cuda(const Node& node, int64_t opset, const std::vect
   const std::vector<TensorType> out_types = infer_node(node, opset, types, known);
 
   const Device device{DeviceKind::Cuda, context.device};
-  std::string reasons;
   std::unique_ptr<Kernel> kernel;
   const KernelEntry* chosen = nullptr;
   size_t workspace_bytes = 0;
@@ -79,12 +79,10 @@ std::vector<Tensor> run_on_cuda(const Node& node, int64_t opset, const std::vect
       workspace_bytes = init.workspace_bytes;
       break;
     }
-    reasons += why + "; ";
+    run.why_not += (run.why_not.empty() ? "" : "; ") + why;
   }
-  if (!kernel) {
-    ADD_FAILURE() << node.label() << ": no CUDA kernel takes it at opset " << opset << " (" << reasons << ")";
-    return {};
-  }
+  if (!kernel) return run;
+  run.taken = true;
 
   std::vector<std::unique_ptr<DeviceBuffer>> buffers;
   std::vector<Tensor> device_inputs, device_outputs;
@@ -122,17 +120,35 @@ std::vector<Tensor> run_on_cuda(const Node& node, int64_t opset, const std::vect
     kernel->run(args);
     check(cudaStreamSynchronize(context.stream), (node.label() + " on the GPU").c_str());
   }
-  std::vector<Tensor> outputs;
   for (size_t i = 0; i < out_types.size(); ++i) {
     if (!out_types[i].present()) {
-      outputs.emplace_back();
+      run.outputs.emplace_back();
       continue;
     }
     Tensor host(out_types[i].dtype, out_types[i].shape);
     check(cudaMemcpy(host.data(), device_outputs[i].data(), host.nbytes(), cudaMemcpyDeviceToHost), "download");
-    outputs.push_back(std::move(host));
+    run.outputs.push_back(std::move(host));
   }
-  return outputs;
+  return run;
+}
+
+std::vector<Tensor> run_on_cuda(const Node& node, int64_t opset, const std::vector<const Tensor*>& inputs,
+                                const std::vector<int>& plan_time_inputs) {
+  DeviceRun run = try_run_on_cuda(node, opset, inputs, plan_time_inputs);
+  if (!run.taken)
+    ADD_FAILURE() << node.label() << ": no CUDA kernel takes it at opset " << opset << " (" << run.why_not << ")";
+  return std::move(run.outputs);
+}
+
+const OpTestDevice& op_test_device() {
+  static const OpTestDevice device{
+#ifdef EMBER_CUDA_EMULATOR
+      "emulated cuda",
+#else
+      "cuda",
+#endif
+      why_no_gpu, try_run_on_cuda};
+  return device;
 }
 
 std::vector<Tensor> run_on_cpu(const Node& node, int64_t opset, const std::vector<const Tensor*>& inputs) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "graph/graph.h"
+#include "ops/cases/op_test.h"
 #include "test_util.h"
 
 #include <ember/core/tensor.h>
@@ -38,6 +39,11 @@ std::string why_no_gpu();
 
 // `t` converted to `dtype` on the host (through the CPU Cast kernel).
 Tensor cast_to(const Tensor& t, DType dtype);
+
+// Builds the node's CUDA kernel as the planner would (see run_on_cuda); not taken,
+// with the factories' reasons, when none takes the node.
+DeviceRun try_run_on_cuda(const Node& node, int64_t opset, const std::vector<const Tensor*>& inputs,
+                          const std::vector<int>& plan_time_inputs = {});
 
 // Builds the node's CUDA kernel as the planner would (inputs whose index is in
 // `plan_time_inputs` are visible to the factory, as weights are) and runs it once on
