@@ -4,6 +4,7 @@
 #include "ops/broadcast_plan.h"
 #include "ops/cuda/cuda_common.h"
 
+#include <functional>
 #include <limits>
 
 namespace ember::cuda {
@@ -54,39 +55,20 @@ bool make_broadcast_index(const Shape& out, std::initializer_list<const Shape*> 
 
 namespace {
 
+// One elementwise launch per run, y = f(x) over y's elements: `launch` holds which
+// function (an UnaryOp or a table function) and its parameters.
 class EwUnaryKernel final : public Kernel {
  public:
-  EwUnaryKernel(UnaryOp op, EwType type, const EwParams& params, std::string what)
-      : op_(op), type_(type), params_(params), what_(std::move(what)) {}
+  using Launch = std::function<void(const void* x, void* y, int64_t n, cudaStream_t stream)>;
+  EwUnaryKernel(Launch launch, std::string what) : launch_(std::move(launch)), what_(std::move(what)) {}
 
   void run(const RunArgs& args) const override {
-    launch_unary(op_, type_, params_, args.inputs[0]->data(), args.outputs[0]->data(),
-                 args.outputs[0]->numel(), stream_context(args).stream);
+    launch_(args.inputs[0]->data(), args.outputs[0]->data(), args.outputs[0]->numel(), stream_context(args).stream);
     check_launch(what_.c_str());
   }
 
  private:
-  UnaryOp op_;
-  EwType type_;
-  EwParams params_;
-  std::string what_;
-};
-
-class EwFunctionKernel final : public Kernel {
- public:
-  EwFunctionKernel(ew::UnaryFunction f, EwType type, const ew::Params& params, std::string what)
-      : f_(f), type_(type), params_(params), what_(std::move(what)) {}
-
-  void run(const RunArgs& args) const override {
-    launch_unary_function(f_, type_, params_, args.inputs[0]->data(), args.outputs[0]->data(),
-                          args.outputs[0]->numel(), stream_context(args).stream);
-    check_launch(what_.c_str());
-  }
-
- private:
-  ew::UnaryFunction f_;
-  EwType type_;
-  ew::Params params_;
+  Launch launch_;
   std::string what_;
 };
 
@@ -120,7 +102,9 @@ std::unique_ptr<Kernel> make_unary_kernel(KernelInit& init, std::string* why_not
     *why_not = unsupported_on_cuda(init, dtype);
     return nullptr;
   }
-  return std::make_unique<EwUnaryKernel>(op, type, params, init.node.op_type);
+  return std::make_unique<EwUnaryKernel>(
+      [=](const void* x, void* y, int64_t n, cudaStream_t stream) { launch_unary(op, type, params, x, y, n, stream); },
+      init.node.op_type);
 }
 
 std::unique_ptr<Kernel> make_unary_function_kernel(KernelInit& init, std::string* why_not) {
@@ -132,7 +116,12 @@ std::unique_ptr<Kernel> make_unary_function_kernel(KernelInit& init, std::string
     *why_not = unsupported_on_cuda(init, dtype);
     return nullptr;
   }
-  return std::make_unique<EwFunctionKernel>(f, type, unary_params(init.node, f), init.node.op_type);
+  const ew::Params params = unary_params(init.node, f);
+  return std::make_unique<EwUnaryKernel>(
+      [=](const void* x, void* y, int64_t n, cudaStream_t stream) {
+        launch_unary_function(f, type, params, x, y, n, stream);
+      },
+      init.node.op_type);
 }
 
 std::unique_ptr<Kernel> make_binary_kernel(KernelInit& init, std::string* why_not, BinaryOp op,
