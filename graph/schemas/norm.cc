@@ -51,7 +51,9 @@ void check_vector(const InferContext& ctx, size_t input, int64_t n, const char* 
 }
 
 std::vector<TensorType> infer_group_norm(const InferContext& ctx) {
-  const GroupNormParams p = group_norm_params(ctx);
+  GroupNormParams p;
+  std::string unsupported;  // a kernel's business, not the shape rule's
+  group_norm_params(ctx, &p, &unsupported);
   const int64_t params = p.per_channel ? p.channels : p.groups;
   check_vector(ctx, 1, params, "scale");
   check_vector(ctx, 2, params, "bias");
@@ -157,14 +159,14 @@ std::shared_ptr<const OpAttributes> parse_group_norm_attributes(const Node& node
   return a;
 }
 
-GroupNormParams group_norm_params(const InferContext& ctx) {
+bool group_norm_params(const InferContext& ctx, GroupNormParams* params, std::string* why_not) {
   const auto a = attributes_of<GroupNormAttributes>(ctx.node, ctx.opset);
   const Shape& x = ctx.input(0).shape;
   const bool instance = a->num_groups == 0;
   if (x.size() < (instance ? 3u : 2u))
     ctx.fail(std::string("X must be [N, C, ") + (instance ? "D1, ...] (rank >= 3)" : "...] (rank >= 2)") +
              ", got " + shape_to_string(x));
-  GroupNormParams p;
+  GroupNormParams& p = *params;
   p.batch = x[0];
   p.channels = x[1];
   p.groups = instance ? x[1] : a->num_groups;
@@ -174,7 +176,11 @@ GroupNormParams group_norm_params(const InferContext& ctx) {
   p.spatial = product(x, 2, static_cast<int64_t>(x.size()));
   p.epsilon = a->epsilon;
   p.per_channel = a->per_channel_affine;
-  return p;
+  if (a->stash_type != 1) {
+    *why_not = "only stash_type 1 (float) is supported";
+    return false;
+  }
+  return true;
 }
 
 std::shared_ptr<const OpAttributes> parse_batch_norm_attributes(const Node& node, int64_t opset) {

@@ -57,8 +57,9 @@ struct GroupNormParams {
   bool per_channel = true;
 };
 // Fails on a rank below 3 (InstanceNormalization) or 2, or groups that do not divide
-// the channels.
-GroupNormParams group_norm_params(const InferContext& ctx);
+// the channels. False (with the reason, *params still filled) for a stash_type other
+// than 1 (float), which no kernel here computes.
+bool group_norm_params(const InferContext& ctx, GroupNormParams* params, std::string* why_not);
 
 // BatchNormalization.
 struct BatchNormAttributes final : OpAttributes {

@@ -1,5 +1,4 @@
 // Conv and com.ember FusedConv (bias, residual sum, activation) on oneDNN.
-#include "graph/elementwise_table.h"
 #include "graph/schemas/window.h"
 #include "ops/cpu/dnnl_util.h"
 #include "ops/cpu/parallel.h"
@@ -128,9 +127,7 @@ std::unique_ptr<Kernel> make_conv(KernelInit& init, std::string* why_not) {
     *why_not = "the residual input broadcasts; the fused sum needs the output's shape";
     return nullptr;
   }
-  ew::Activation act;
-  if (!fused_activation_of(init.node, &act, why_not)) return nullptr;
-  return std::make_unique<ConvKernel>(init, act);
+  return with_fused_activation<ConvKernel>(init, why_not);
 }
 
 }  // namespace

@@ -3,7 +3,7 @@
 // post-ops, plan-time weight reorders and an allocation-light execute.
 #pragma once
 
-#include "graph/elementwise_functions.h"
+#include "graph/elementwise_table.h"
 #include "ops/kernel.h"
 
 #include <ember/core/tensor.h>
@@ -58,6 +58,15 @@ class FusedActivation {
   ew::Activation act_;
   bool by_dnnl_ = true;
 };
+
+// K(init, activation) for a node whose fused activation the table knows; nullptr, with
+// the reason, otherwise (the planner then runs the node's decomposition).
+template <class K>
+std::unique_ptr<Kernel> with_fused_activation(KernelInit& init, std::string* why_not) {
+  ew::Activation act;
+  if (!fused_activation_of(init.node, &act, why_not)) return nullptr;
+  return std::make_unique<K>(init, act);
+}
 
 // Attributes every ember primitive uses: user-managed scratchpad (so concurrent runs
 // of one primitive never share scratch memory).

@@ -1,5 +1,4 @@
 // MatMul, Gemm and their com.ember fused forms (bias, activation) on oneDNN's matmul.
-#include "graph/elementwise_table.h"
 #include "ops/cpu/dnnl_util.h"
 #include "ops/cpu/parallel.h"
 #include "ops/registry.h"
@@ -99,9 +98,7 @@ std::unique_ptr<Kernel> make_matmul(KernelInit& init, std::string* why_not) {
     *why_not = "oneDNN matmul supports rank 12 at most";
     return nullptr;
   }
-  ew::Activation act;
-  if (!fused_activation_of(init.node, &act, why_not)) return nullptr;
-  return std::make_unique<MatMulKernel>(init, act);
+  return with_fused_activation<MatMulKernel>(init, why_not);
 }
 
 // Gemm: Y = act(alpha * op(A) op(B) + beta * C). A row vector C ([N], [1, N]) with
@@ -176,9 +173,7 @@ class GemmKernel final : public Kernel {
 
 std::unique_ptr<Kernel> make_gemm(KernelInit& init, std::string* why_not) {
   if (!float_inputs(init, why_not)) return nullptr;
-  ew::Activation act;
-  if (!fused_activation_of(init.node, &act, why_not)) return nullptr;
-  return std::make_unique<GemmKernel>(init, act);
+  return with_fused_activation<GemmKernel>(init, why_not);
 }
 
 }  // namespace

@@ -95,16 +95,11 @@ std::unique_ptr<Kernel> make_group_norm_kernel(const KernelInit& init, const Gro
   }
 }
 
-std::unique_ptr<Kernel> make_instance_norm(KernelInit& init, std::string* why_not) {
-  return make_group_norm_kernel(init, group_norm_params(infer_context(init)), why_not);
-}
-
+// InstanceNormalization and GroupNormalization alike: the schema's view tells them apart.
 std::unique_ptr<Kernel> make_group_norm(KernelInit& init, std::string* why_not) {
-  if (init.attributes<GroupNormAttributes>()->stash_type != 1) {
-    *why_not = "only stash_type 1 (float) is supported";
-    return nullptr;
-  }
-  return make_group_norm_kernel(init, group_norm_params(infer_context(init)), why_not);
+  GroupNormParams p;
+  if (!group_norm_params(infer_context(init), &p, why_not)) return nullptr;
+  return make_group_norm_kernel(init, p, why_not);
 }
 
 struct Dims {
@@ -258,7 +253,7 @@ std::unique_ptr<Kernel> make_lp_norm(KernelInit& init, std::string* why_not) {
 
 }  // namespace
 
-EMBER_KERNEL("InstanceNormalization", "", 1, kMaxOpset, DeviceKind::Cpu, make_instance_norm);
+EMBER_KERNEL("InstanceNormalization", "", 1, kMaxOpset, DeviceKind::Cpu, make_group_norm);
 EMBER_KERNEL("GroupNormalization", "", 18, kMaxOpset, DeviceKind::Cpu, make_group_norm);
 EMBER_KERNEL("MeanVarianceNormalization", "", 9, kMaxOpset, DeviceKind::Cpu, make_mvn);
 EMBER_KERNEL("LpNormalization", "", 1, kMaxOpset, DeviceKind::Cpu, make_lp_norm);

@@ -139,23 +139,18 @@ std::unique_ptr<Kernel> make_group_norm_kernel(const KernelInit& init, const Gro
   return std::make_unique<GroupNormKernel>(a);
 }
 
-std::unique_ptr<Kernel> make_instance_norm(KernelInit& init, std::string* why_not) {
-  return make_group_norm_kernel(init, group_norm_params(infer_context(init)), why_not);
-}
-
+// InstanceNormalization and GroupNormalization alike: the schema's view tells them apart.
 std::unique_ptr<Kernel> make_group_norm(KernelInit& init, std::string* why_not) {
-  if (init.attributes<GroupNormAttributes>()->stash_type != 1) {
-    *why_not = "only stash_type 1 (float) is supported";
-    return nullptr;
-  }
-  return make_group_norm_kernel(init, group_norm_params(infer_context(init)), why_not);
+  GroupNormParams p;
+  if (!group_norm_params(infer_context(init), &p, why_not)) return nullptr;
+  return make_group_norm_kernel(init, p, why_not);
 }
 
 }  // namespace
 
 EMBER_KERNEL("LayerNormalization", "", 17, kMaxOpset, DeviceKind::Cuda, make_row_norm<false>);
 EMBER_KERNEL("RMSNormalization", "", 23, kMaxOpset, DeviceKind::Cuda, make_row_norm<true>);
-EMBER_KERNEL("InstanceNormalization", "", 1, kMaxOpset, DeviceKind::Cuda, make_instance_norm);
+EMBER_KERNEL("InstanceNormalization", "", 1, kMaxOpset, DeviceKind::Cuda, make_group_norm);
 EMBER_KERNEL("GroupNormalization", "", 18, kMaxOpset, DeviceKind::Cuda, make_group_norm);
 
 }  // namespace ember
