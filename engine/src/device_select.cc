@@ -3,7 +3,9 @@
 #include <ember/devices.h>
 #include <ember/core/error.h>
 
+#include <algorithm>
 #include <charconv>
+#include <string>
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -40,6 +42,17 @@ std::vector<std::unique_ptr<Backend>> select_backends(const std::string& device)
   }
   backends.push_back(make_cpu_backend());
   return backends;
+}
+
+int resolve_thread_count(int requested) {
+  if (requested < 0)
+    throw Error("num_threads " + std::to_string(requested) + " is not valid: expected 0 (every core) or more");
+  if (requested > 0) return requested;
+#ifdef _OPENMP
+  return std::max(omp_get_num_procs(), 1);
+#else
+  return 1;
+#endif
 }
 
 void apply_thread_count(int num_threads) {

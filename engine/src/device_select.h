@@ -17,4 +17,9 @@ std::vector<std::unique_ptr<Backend>> select_backends(const std::string& device)
 // Sets the intra-op thread count of the calling thread (0 keeps the default: all cores).
 void apply_thread_count(int num_threads);
 
+// The intra-op thread count a session uses: `requested`, or for 0 every core this
+// process may run on (its affinity mask, as a container or taskset limits it). Raises
+// on a negative count.
+int resolve_thread_count(int requested);
+
 }  // namespace ember

@@ -180,6 +180,9 @@ const Plan& Session::Impl::plan_for(std::span<const Tensor> inputs, std::span<co
 Session::Session(const std::string& model_path, SessionOptions options)
     : impl_(std::make_unique<Impl>()) {
   impl_->options = options;
+  // Resolved once: kernels are built for the count they run with (oneDNN fixes its
+  // thread split when a primitive is created), so 0 must not reach them as "one".
+  impl_->options.num_threads = resolve_thread_count(options.num_threads);
   if (options.precision != "fp32" && options.precision != "fp16")
     throw Error("precision '" + options.precision + "' is not valid: expected fp32 or fp16");
   impl_->owned_backends = select_backends(options.device);

@@ -1,6 +1,7 @@
 // The Session as an embedding service uses it: one session, runs from many threads,
 // steady-state runs that allocate nothing, new input shapes planned on the fly.
 #include "allocation_counter.h"
+#include "engine/src/device_select.h"
 
 #include <ember/ember.h>
 
@@ -8,6 +9,9 @@
 
 #include <gtest/gtest.h>
 
+#include <omp.h>
+
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -131,6 +135,22 @@ TEST(Session, ConcurrentRunsFromManyThreadsGiveTheSingleThreadedResults) {
     });
   for (auto& th : threads) th.join();
   for (int t = 0; t < 4; ++t) EXPECT_EQ(mismatches[t], 0) << "thread " << t;
+}
+
+// 0 means every core the process may use, resolved before any kernel is built: a
+// oneDNN primitive keeps the thread split it was created with, so kernels built for
+// "0 = one thread" ran every default session on one core.
+TEST(Session, TheDefaultThreadCountIsEveryCoreOfTheProcess) {
+  EXPECT_EQ(resolve_thread_count(0), std::max(omp_get_num_procs(), 1));
+  EXPECT_EQ(resolve_thread_count(3), 3);
+  SessionOptions negative;
+  negative.num_threads = -2;
+  try {
+    Session session(kModel, negative);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("num_threads -2 is not valid"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Session, ABatchOtherThanTheFilesFixedOneRuns) {
