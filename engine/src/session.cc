@@ -189,7 +189,10 @@ Session::Session(const std::string& model_path, SessionOptions options)
   for (auto& b : impl_->owned_backends) impl_->backends.push_back(b.get());
   impl_->graph = load_model(model_path);
   check_supported(impl_->graph, impl_->backends);
-  if (options.optimize) optimize_graph(impl_->graph, cpu_node_evaluator());
+  // Channels-last layouts are the CPU's (the CUDA convolutions pick their own), and
+  // its convolutions are float32 ones.
+  const bool cpu_layouts = impl_->backends.front()->device().kind == DeviceKind::Cpu && options.precision == "fp32";
+  if (options.optimize) optimize_graph(impl_->graph, cpu_node_evaluator(), cpu_layouts);
   if (options.precision == "fp16") impl_->convert_to_half();
   bind_attributes(impl_->graph);  // after every pass: each kernel reads the final nodes
   impl_->upload_weights();

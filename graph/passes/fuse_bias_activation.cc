@@ -131,13 +131,14 @@ class Fuser {
 
 int fuse_bias_activation(Graph& graph) { return Fuser(graph).run(); }
 
-void optimize_graph(Graph& graph, const NodeEvaluator& evaluate) {
+void optimize_graph(Graph& graph, const NodeEvaluator& evaluate, bool cpu_layouts) {
   fold_constants(graph, evaluate);
   eliminate_dead_code(graph);
   fold_conv_batchnorm(graph);
   fuse_gelu(graph);
   fuse_attention(graph);
   fuse_bias_activation(graph);
+  if (cpu_layouts) plan_channels_last(graph);
   fuse_elementwise(graph);  // after the GEMM/conv epilogues have taken what they can
   eliminate_dead_code(graph);
 }

@@ -38,8 +38,17 @@ int fuse_attention(Graph& graph);
 // diamond like x * Sigmoid(x)) becomes com.ember FusedElementwise, with its decomposition.
 int fuse_elementwise(Graph& graph);
 
-// All of the above in order; `evaluate` folds constants.
-void optimize_graph(Graph& graph, const NodeEvaluator& evaluate);
+// Layout planning for the CPU: 2-D convolutions with constant float weights become
+// com.ember NhwcConv, and the pooling, elementwise and Concat nodes fed by them their
+// channels-last forms; Transpose nodes convert where a plain reader needs NCHW, and
+// cancel against the model's own. Each Nhwc node's decomposition is its original
+// between transposes. Returns how many nodes went channels-last.
+int plan_channels_last(Graph& graph);
+
+// All of the above in order; `evaluate` folds constants. `cpu_layouts`: the graph runs
+// on the CPU in float32, so plan_channels_last runs too (after the conv fusions, before
+// the elementwise regions form).
+void optimize_graph(Graph& graph, const NodeEvaluator& evaluate, bool cpu_layouts = false);
 
 // The attribute holding a fused node's original nodes.
 inline constexpr const char* kDecompositionAttribute = "decomposition";

@@ -1,5 +1,6 @@
-// Schemas of the dense ops: convolutions, pooling, batch norm, MatMul and Gemm, and
-// their com.ember fused forms (same inference as the base op).
+// Schemas of the dense ops: convolutions, pooling, batch norm, MatMul and Gemm, their
+// com.ember fused forms (same inference as the base op), and the channels-last forms of
+// convolution and pooling.
 #include "graph/schema.h"
 #include "graph/schemas/window.h"
 
@@ -9,7 +10,14 @@ namespace ember {
 
 namespace {
 
-Shape spatial_of(const Shape& s) { return Shape(s.begin() + 2, s.end()); }
+// N, then C and the spatial dims in the layout's order.
+Shape batched_shape(int64_t n, int64_t c, const Shape& spatial, Layout layout) {
+  Shape y{n};
+  if (layout == Layout::ChannelsFirst) y.push_back(c);
+  y.insert(y.end(), spatial.begin(), spatial.end());
+  if (layout == Layout::ChannelsLast) y.push_back(c);
+  return y;
+}
 
 const Shape& batched_input(const InferContext& ctx) {
   const Shape& x = ctx.input(0).shape;
@@ -17,24 +25,26 @@ const Shape& batched_input(const InferContext& ctx) {
   return x;
 }
 
-std::vector<TensorType> infer_conv(const InferContext& ctx) {
+std::vector<TensorType> infer_conv_in(const InferContext& ctx, Layout layout) {
   const Shape& x = batched_input(ctx);
   const Shape& w = ctx.input(1).shape;
   const Shape kernel = conv_kernel_shape(ctx.node, w);
   const int64_t group = ctx.node.attributes.get_int_or("group", 1);
-  if (group < 1 || x[1] != w[1] * group || w[0] % group != 0)
+  if (group < 1 || channels_of(x, layout) != w[1] * group || w[0] % group != 0)
     ctx.fail("X " + shape_to_string(x) + ", W " + shape_to_string(w) + " and group " +
              std::to_string(group) + " do not fit (need C = W[1] * group, W[0] % group = 0)");
   if (ctx.has_input(2) && ctx.input(2).shape != Shape{w[0]})
     ctx.fail("B must have shape [" + std::to_string(w[0]) + "], got " + shape_to_string(ctx.input(2).shape));
-  const WindowGeometry g = forward_window(ctx.node, spatial_of(x), kernel, false);
-  Shape y{x[0], w[0]};
-  y.insert(y.end(), g.out.begin(), g.out.end());
+  const WindowGeometry g = forward_window(ctx.node, spatial_dims(x, layout), kernel, false);
+  Shape y = batched_shape(x[0], w[0], g.out, layout);
   // FusedConv's residual Z may broadcast like Add: its kernel then declines, and the
   // planner runs the node's decomposition instead.
   if (ctx.has_input(3)) y = broadcast_shapes(y, ctx.input(3).shape, ctx);
   return {{ctx.input(0).dtype, y}};
 }
+
+std::vector<TensorType> infer_conv(const InferContext& ctx) { return infer_conv_in(ctx, Layout::ChannelsFirst); }
+std::vector<TensorType> infer_nhwc_conv(const InferContext& ctx) { return infer_conv_in(ctx, Layout::ChannelsLast); }
 
 std::vector<TensorType> infer_conv_transpose(const InferContext& ctx) {
   const Shape& x = batched_input(ctx);
@@ -46,34 +56,44 @@ std::vector<TensorType> infer_conv_transpose(const InferContext& ctx) {
              std::to_string(group) + " do not fit (need C = W[0], W[0] % group = 0)");
   if (ctx.has_input(2) && ctx.input(2).shape != Shape{w[1] * group})
     ctx.fail("B must have shape [" + std::to_string(w[1] * group) + "], got " + shape_to_string(ctx.input(2).shape));
-  const TransposedWindow t = transposed_window(ctx.node, spatial_of(x), kernel);
+  const TransposedWindow t = transposed_window(ctx.node, spatial_dims(x, Layout::ChannelsFirst), kernel);
   Shape y{x[0], w[1] * group};
   y.insert(y.end(), t.window.out.begin(), t.window.out.end());
   return {{ctx.input(0).dtype, y}};
 }
 
-Shape pool_output(const InferContext& ctx) {
+Shape pool_output(const InferContext& ctx, Layout layout) {
   const Shape& x = batched_input(ctx);
   if (!ctx.node.attributes.has("kernel_shape")) ctx.fail("kernel_shape is required");
-  const WindowGeometry g = forward_window(ctx.node, spatial_of(x), ctx.node.attributes.get_ints("kernel_shape"),
+  const WindowGeometry g = forward_window(ctx.node, spatial_dims(x, layout), ctx.node.attributes.get_ints("kernel_shape"),
                                           ctx.node.attributes.get_int_or("ceil_mode", 0) != 0);
-  Shape y{x[0], x[1]};
-  y.insert(y.end(), g.out.begin(), g.out.end());
-  return y;
+  return batched_shape(x[0], channels_of(x, layout), g.out, layout);
 }
 
 std::vector<TensorType> infer_pool(const InferContext& ctx) {
-  return {{ctx.input(0).dtype, pool_output(ctx)}};
+  return {{ctx.input(0).dtype, pool_output(ctx, Layout::ChannelsFirst)}};
 }
 
 std::vector<TensorType> infer_max_pool(const InferContext& ctx) {
-  const Shape y = pool_output(ctx);
+  const Shape y = pool_output(ctx, Layout::ChannelsFirst);
   return {{ctx.input(0).dtype, y}, {DType::Int64, y}};
+}
+
+// The channels-last MaxPool has no Indices output (the layout pass keeps MaxPools
+// whose indices are read).
+std::vector<TensorType> infer_nhwc_pool(const InferContext& ctx) {
+  return {{ctx.input(0).dtype, pool_output(ctx, Layout::ChannelsLast)}};
 }
 
 std::vector<TensorType> infer_global_pool(const InferContext& ctx) {
   Shape y = batched_input(ctx);
   std::fill(y.begin() + 2, y.end(), 1);
+  return {{ctx.input(0).dtype, y}};
+}
+
+std::vector<TensorType> infer_nhwc_global_pool(const InferContext& ctx) {
+  Shape y = batched_input(ctx);
+  std::fill(y.begin() + 1, y.end() - 1, 1);
   return {{ctx.input(0).dtype, y}};
 }
 
@@ -123,6 +143,11 @@ EMBER_SCHEMA("AveragePool", "", infer_pool);
 EMBER_SCHEMA("LpPool", "", infer_pool);
 EMBER_SCHEMA("GlobalAveragePool", "", infer_global_pool);
 EMBER_SCHEMA("GlobalMaxPool", "", infer_global_pool);
+EMBER_SCHEMA("NhwcConv", "com.ember", infer_nhwc_conv);
+EMBER_SCHEMA("NhwcMaxPool", "com.ember", infer_nhwc_pool);
+EMBER_SCHEMA("NhwcAveragePool", "com.ember", infer_nhwc_pool);
+EMBER_SCHEMA("NhwcGlobalAveragePool", "com.ember", infer_nhwc_global_pool);
+EMBER_SCHEMA("NhwcGlobalMaxPool", "com.ember", infer_nhwc_global_pool);
 EMBER_SCHEMA("MatMul", "", infer_matmul);
 EMBER_SCHEMA("FusedMatMul", "com.ember", infer_matmul);
 EMBER_SCHEMA("Gemm", "", infer_gemm);

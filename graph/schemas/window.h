@@ -9,6 +9,18 @@
 
 namespace ember {
 
+// Where the channels are: ONNX's N x C x D1.. (first), or the N x D1.. x C of
+// com.ember's Nhwc* ops, which the CPU's layout planning (graph/passes/channels_last)
+// puts in place of convolutions and pooling (last).
+enum class Layout { ChannelsFirst, ChannelsLast };
+
+inline Shape spatial_dims(const Shape& s, Layout layout) {
+  return layout == Layout::ChannelsFirst ? Shape(s.begin() + 2, s.end()) : Shape(s.begin() + 1, s.end() - 1);
+}
+inline int64_t channels_of(const Shape& s, Layout layout) {
+  return layout == Layout::ChannelsFirst ? s[1] : s.back();
+}
+
 struct WindowGeometry {
   Shape kernel;      // per spatial dim, undilated
   Shape strides;

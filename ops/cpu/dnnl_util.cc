@@ -56,6 +56,16 @@ dnnl::memory::desc any_layout(const dnnl::memory::desc& md) {
   return {md.dims(), md.data_type(), dnnl::memory::format_tag::any};
 }
 
+dnnl::memory::desc channels_last_f32_desc(const Shape& shape) {
+  using tag = dnnl::memory::format_tag;
+  if (shape.size() < 3 || shape.size() > 5)
+    throw Error("a channels-last tensor has 1 to 3 spatial dims, got shape " + shape_to_string(shape));
+  Shape dims{shape[0], shape.back()};
+  dims.insert(dims.end(), shape.begin() + 1, shape.end() - 1);
+  const tag t = shape.size() == 3 ? tag::nwc : shape.size() == 4 ? tag::nhwc : tag::ndhwc;
+  return {to_dnnl_dims(dims), dnnl::memory::data_type::f32, t};
+}
+
 DnnlThreadScope::DnnlThreadScope(int num_threads) {
 #ifdef _OPENMP
   saved_ = omp_get_max_threads();

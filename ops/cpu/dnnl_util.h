@@ -29,6 +29,9 @@ dnnl::memory::dims to_dnnl_dims(const Shape& shape);
 dnnl::memory::desc plain_f32_desc(const Shape& shape);
 // The same dims and type with format_tag::any: the primitive picks the layout.
 dnnl::memory::desc any_layout(const dnnl::memory::desc& md);
+// A channels-last tensor [N, D1.., C] (com.ember's Nhwc* ops) as oneDNN describes it:
+// dims in N, C, D1.. order, format nwc / nhwc / ndhwc (the same bytes).
+dnnl::memory::desc channels_last_f32_desc(const Shape& shape);
 
 // oneDNN picks its blocking and thread split when a primitive is created, from
 // omp_get_max_threads(): create primitives under the thread count they will run with.
@@ -59,13 +62,13 @@ class FusedActivation {
   bool by_dnnl_ = true;
 };
 
-// K(init, activation) for a node whose fused activation the table knows; nullptr, with
-// the reason, otherwise (the planner then runs the node's decomposition).
-template <class K>
-std::unique_ptr<Kernel> with_fused_activation(KernelInit& init, std::string* why_not) {
+// K(init, activation, extra...) for a node whose fused activation the table knows;
+// nullptr, with the reason, otherwise (the planner then runs the node's decomposition).
+template <class K, class... Extra>
+std::unique_ptr<Kernel> with_fused_activation(KernelInit& init, std::string* why_not, Extra... extra) {
   ew::Activation act;
   if (!fused_activation_of(init.node, &act, why_not)) return nullptr;
-  return std::make_unique<K>(init, act);
+  return std::make_unique<K>(init, act, extra...);
 }
 
 // Attributes every ember primitive uses: user-managed scratchpad (so concurrent runs

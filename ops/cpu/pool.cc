@@ -1,7 +1,9 @@
-// MaxPool, AveragePool, LpPool, GlobalAveragePool and GlobalMaxPool. oneDNN runs the
-// common cases; a direct loop covers what it lacks (MaxPool's Indices, LpPool, and
+// MaxPool, AveragePool, LpPool, GlobalAveragePool and GlobalMaxPool, and the
+// channels-last com.ember Nhwc* forms of all but LpPool. oneDNN runs the common cases;
+// a direct loop covers what it lacks in NCHW (MaxPool's Indices, LpPool, and
 // count_include_pad averages whose ceil_mode windows run past the explicit padding,
-// which ONNX does not count).
+// which ONNX does not count). A channels-last pool oneDNN cannot run is declined: the
+// planner runs its decomposition (transposes around the NCHW pool).
 #include "graph/schemas/window.h"
 #include "ops/cpu/dnnl_util.h"
 #include "ops/cpu/parallel.h"
@@ -106,9 +108,10 @@ class LoopPoolKernel final : public Kernel {
 
 class DnnlPoolKernel final : public Kernel {
  public:
-  DnnlPoolKernel(KernelInit& init, dnnl::algorithm alg, const WindowGeometry& g, const Shape& pads_end) {
-    src_md_ = plain_f32_desc(init.inputs[0].shape);
-    dst_md_ = plain_f32_desc(init.outputs[0].shape);
+  DnnlPoolKernel(KernelInit& init, dnnl::algorithm alg, const WindowGeometry& g, const Shape& pads_end, Layout layout) {
+    const bool last = layout == Layout::ChannelsLast;
+    src_md_ = last ? channels_last_f32_desc(init.inputs[0].shape) : plain_f32_desc(init.inputs[0].shape);
+    dst_md_ = last ? channels_last_f32_desc(init.outputs[0].shape) : plain_f32_desc(init.outputs[0].shape);
     dnnl::memory::dims dilations;
     for (int64_t d : g.dilations) dilations.push_back(d - 1);
     DnnlThreadScope threads(init.num_threads);
@@ -135,12 +138,12 @@ class DnnlPoolKernel final : public Kernel {
 
 // The end padding oneDNN needs for ONNX's output size (larger under ceil_mode), and
 // whether it exceeds the explicit padding somewhere.
-Shape dnnl_pads_end(const WindowGeometry& g, const Shape& x, bool* extended) {
+Shape dnnl_pads_end(const WindowGeometry& g, const Shape& spatial, bool* extended) {
   Shape pe = g.pads_end;
   *extended = false;
   for (size_t i = 0; i < pe.size(); ++i) {
     const int64_t dk = (g.kernel[i] - 1) * g.dilations[i] + 1;
-    const int64_t needed = (g.out[i] - 1) * g.strides[i] + dk - x[2 + i] - g.pads_begin[i];
+    const int64_t needed = (g.out[i] - 1) * g.strides[i] + dk - spatial[i] - g.pads_begin[i];
     if (needed > pe[i]) {
       pe[i] = needed;
       *extended = true;
@@ -149,7 +152,8 @@ Shape dnnl_pads_end(const WindowGeometry& g, const Shape& x, bool* extended) {
   return pe;
 }
 
-std::unique_ptr<Kernel> make_pool(KernelInit& init, std::string* why_not, PoolKind kind) {
+std::unique_ptr<Kernel> make_pool(KernelInit& init, std::string* why_not, PoolKind kind,
+                                  Layout layout = Layout::ChannelsFirst) {
   const DType dtype = init.inputs[0].dtype;
   const bool int8 = kind == PoolKind::Max && (dtype == DType::Int8 || dtype == DType::UInt8);
   if (!int8 && !(*why_not = float32_only(init, 0)).empty()) return nullptr;
@@ -159,7 +163,7 @@ std::unique_ptr<Kernel> make_pool(KernelInit& init, std::string* why_not, PoolKi
     return nullptr;
   }
   const auto& at = init.node.attributes;
-  const WindowGeometry g = forward_window(init.node, Shape(x.begin() + 2, x.end()), at.get_ints("kernel_shape"),
+  const WindowGeometry g = forward_window(init.node, spatial_dims(x, layout), at.get_ints("kernel_shape"),
                                           at.get_int_or("ceil_mode", 0) != 0);
   const bool count_pad = at.get_int_or("count_include_pad", 0) != 0;
   const bool col_major = at.get_int_or("storage_order", 0) != 0;
@@ -169,15 +173,19 @@ std::unique_ptr<Kernel> make_pool(KernelInit& init, std::string* why_not, PoolKi
   const bool want_indices = init.node.outputs.size() > 1 && !init.node.outputs[1].empty();
 
   bool extended = false;
-  const Shape pads_end = dnnl_pads_end(g, x, &extended);
+  const Shape pads_end = dnnl_pads_end(g, spatial_dims(x, layout), &extended);
   const bool loop = kind == PoolKind::Lp || want_indices || (kind == PoolKind::Average && count_pad && extended);
+  if (layout == Layout::ChannelsLast && (loop || int8)) {
+    *why_not = "oneDNN cannot run this channels-last pool (indices, int8, or count_include_pad past the padding)";
+    return nullptr;
+  }
   if (dtype == DType::Int8) return std::make_unique<LoopPoolKernel<int8_t>>(kind, g, x, count_pad, p, col_major);
   if (dtype == DType::UInt8) return std::make_unique<LoopPoolKernel<uint8_t>>(kind, g, x, count_pad, p, col_major);
   if (loop) return std::make_unique<LoopPoolKernel<float>>(kind, g, x, count_pad, p, col_major);
   const dnnl::algorithm alg = kind == PoolKind::Max ? dnnl::algorithm::pooling_max
                               : count_pad           ? dnnl::algorithm::pooling_avg_include_padding
                                                     : dnnl::algorithm::pooling_avg_exclude_padding;
-  return std::make_unique<DnnlPoolKernel>(init, alg, g, pads_end);
+  return std::make_unique<DnnlPoolKernel>(init, alg, g, pads_end, layout);
 }
 
 std::unique_ptr<Kernel> make_max_pool(KernelInit& init, std::string* why_not) {
@@ -188,6 +196,12 @@ std::unique_ptr<Kernel> make_average_pool(KernelInit& init, std::string* why_not
 }
 std::unique_ptr<Kernel> make_lp_pool(KernelInit& init, std::string* why_not) {
   return make_pool(init, why_not, PoolKind::Lp);
+}
+std::unique_ptr<Kernel> make_nhwc_max_pool(KernelInit& init, std::string* why_not) {
+  return make_pool(init, why_not, PoolKind::Max, Layout::ChannelsLast);
+}
+std::unique_ptr<Kernel> make_nhwc_average_pool(KernelInit& init, std::string* why_not) {
+  return make_pool(init, why_not, PoolKind::Average, Layout::ChannelsLast);
 }
 
 // Global pooling: one reduction per (n, c) plane, memory-bound, so a plain loop.
@@ -207,10 +221,40 @@ void global_pool(const RunArgs& args) {
   });
 }
 
+// Channels last: each (n, block of channels) sums its channels down the spatial dims,
+// reading rows of contiguous channels (vectorizable) rather than one channel at a time.
+template <bool Max>
+void nhwc_global_pool(const RunArgs& args) {
+  const Tensor& x = *args.inputs[0];
+  const Shape& s = x.shape();
+  const int64_t n = s[0], c = s.back(), size = x.numel() / std::max<int64_t>(n * c, 1);
+  constexpr int64_t kBlock = 64;
+  const int64_t blocks = (c + kBlock - 1) / kBlock;
+  const float* xp = x.data_as<float>();
+  float* y = args.outputs[0]->data_as<float>();
+  parallel_for(n * blocks, size * kBlock, [&](int64_t b, int64_t e) {
+    for (int64_t job = b; job < e; ++job) {
+      const int64_t batch = job / blocks, c0 = job % blocks * kBlock, width = std::min(kBlock, c - c0);
+      float acc[kBlock];
+      std::fill(acc, acc + width, Max ? -std::numeric_limits<float>::infinity() : 0.f);
+      const float* v = xp + batch * size * c + c0;
+      for (int64_t i = 0; i < size; ++i, v += c)
+        for (int64_t k = 0; k < width; ++k) acc[k] = Max ? std::max(acc[k], v[k]) : acc[k] + v[k];
+      for (int64_t k = 0; k < width; ++k) y[batch * c + c0 + k] = Max ? acc[k] : acc[k] / static_cast<float>(size);
+    }
+  });
+}
+
 template <bool Max>
 std::unique_ptr<Kernel> make_global_pool(KernelInit& init, std::string* why_not) {
   if (!(*why_not = float32_only(init, 0)).empty()) return nullptr;
   return std::make_unique<FunctionKernel>(&global_pool<Max>);
+}
+
+template <bool Max>
+std::unique_ptr<Kernel> make_nhwc_global_pool(KernelInit& init, std::string* why_not) {
+  if (!(*why_not = float32_only(init, 0)).empty()) return nullptr;
+  return std::make_unique<FunctionKernel>(&nhwc_global_pool<Max>);
 }
 
 }  // namespace
@@ -220,5 +264,10 @@ EMBER_KERNEL("AveragePool", "", 1, kMaxOpset, DeviceKind::Cpu, dense_factory<mak
 EMBER_KERNEL("LpPool", "", 1, kMaxOpset, DeviceKind::Cpu, dense_factory<make_lp_pool>);
 EMBER_KERNEL("GlobalAveragePool", "", 1, kMaxOpset, DeviceKind::Cpu, dense_factory<make_global_pool<false>>);
 EMBER_KERNEL("GlobalMaxPool", "", 1, kMaxOpset, DeviceKind::Cpu, dense_factory<make_global_pool<true>>);
+EMBER_KERNEL("NhwcMaxPool", "com.ember", 1, kMaxOpset, DeviceKind::Cpu, dense_factory<make_nhwc_max_pool>);
+EMBER_KERNEL("NhwcAveragePool", "com.ember", 1, kMaxOpset, DeviceKind::Cpu, dense_factory<make_nhwc_average_pool>);
+EMBER_KERNEL("NhwcGlobalAveragePool", "com.ember", 1, kMaxOpset, DeviceKind::Cpu,
+             dense_factory<make_nhwc_global_pool<false>>);
+EMBER_KERNEL("NhwcGlobalMaxPool", "com.ember", 1, kMaxOpset, DeviceKind::Cpu, dense_factory<make_nhwc_global_pool<true>>);
 
 }  // namespace ember

@@ -1,15 +1,18 @@
-// Helpers the graph tests share: random float tensors and scalar initializers. Nodes
+// Helpers the graph tests share: random float tensors, scalar initializers, running a
+// graph node by node. Nodes
 // (make_node with named inputs and outputs, "<output>_node") and the rest come from
 // tests/test_util.h.
 #pragma once
 
 #include "graph/graph.h"
+#include "ops/evaluate.h"
 #include "test_util.h"
 
 #include <ember/core/tensor.h>
 
 #include <random>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace ember::test {
@@ -23,6 +26,22 @@ inline Tensor scalar(float v) {
   Tensor t(DType::Float32, {});
   *t.data_as<float>() = v;
   return t;
+}
+
+// Runs the graph node by node with evaluate_node (a fused node runs its own CPU kernel,
+// or its decomposition where that kernel declines) and returns its outputs.
+inline std::vector<Tensor> run_node_by_node(const Graph& g, const std::vector<Tensor>& inputs) {
+  std::unordered_map<std::string, Tensor> env(g.initializers.begin(), g.initializers.end());
+  for (size_t i = 0; i < g.inputs.size(); ++i) env[g.inputs[i].name] = inputs[i];
+  for (const Node& n : g.nodes) {
+    std::vector<const Tensor*> in;
+    for (const auto& name : n.inputs) in.push_back(name.empty() ? nullptr : &env.at(name));
+    auto out = evaluate_node(n, g.opset(n.domain), in);
+    for (size_t k = 0; k < n.outputs.size(); ++k) env[n.outputs[k]] = out[k];
+  }
+  std::vector<Tensor> outs;
+  for (const auto& o : g.outputs) outs.push_back(env.at(o.name));
+  return outs;
 }
 
 }  // namespace ember::test

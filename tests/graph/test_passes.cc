@@ -2,7 +2,6 @@
 // computes the same outputs before and after (every node run by evaluate_node).
 #include "graph/passes/elementwise_program.h"
 #include "graph/passes/passes.h"
-#include "ops/evaluate.h"
 
 #include <ember/core/error.h>
 
@@ -10,9 +9,9 @@
 
 #include "graph_test_util.h"
 
+#include <algorithm>
 #include <cmath>
 #include <random>
-#include <unordered_map>
 
 namespace ember {
 namespace {
@@ -20,21 +19,7 @@ namespace {
 using test::random_tensor;
 using test::scalar;
 using test::make_node;
-
-// Runs the graph node by node; fused nodes run their own kernels.
-std::vector<Tensor> run_reference(const Graph& g, const std::vector<Tensor>& inputs) {
-  std::unordered_map<std::string, Tensor> env(g.initializers.begin(), g.initializers.end());
-  for (size_t i = 0; i < g.inputs.size(); ++i) env[g.inputs[i].name] = inputs[i];
-  for (const Node& n : g.nodes) {
-    std::vector<const Tensor*> in;
-    for (const auto& name : n.inputs) in.push_back(name.empty() ? nullptr : &env.at(name));
-    auto out = evaluate_node(n, g.opset(n.domain), in);
-    for (size_t k = 0; k < n.outputs.size(); ++k) env[n.outputs[k]] = out[k];
-  }
-  std::vector<Tensor> outs;
-  for (const auto& o : g.outputs) outs.push_back(env.at(o.name));
-  return outs;
-}
+using test::run_node_by_node;
 
 void expect_close(const Tensor& a, const Tensor& b, float tol) {
   ASSERT_EQ(a.shape(), b.shape());
@@ -66,11 +51,11 @@ TEST(Passes, FoldConstantsEvaluatesInitializerOnlyNodes) {
   g.nodes = {make_node("Add", {"a", "b"}, {"ab"}), make_node("Mul", {"x", "ab"}, {"y"})};
   g.outputs.push_back({"y", DType::Float32, {}, false});
   const std::vector<Tensor> in = {random_tensor({2, 3}, rng)};
-  const auto before = run_reference(g, in);
+  const auto before = run_node_by_node(g, in);
   EXPECT_EQ(fold_constants(g, cpu_node_evaluator()), 1);
   EXPECT_EQ(g.nodes.size(), 1u);
   ASSERT_TRUE(g.is_initializer("ab"));
-  expect_close(run_reference(g, in)[0], before[0], 0);
+  expect_close(run_node_by_node(g, in)[0], before[0], 0);
 }
 
 TEST(Passes, DeadCodeIsRemovedWithItsInitializers) {
@@ -105,11 +90,11 @@ TEST(Passes, ConvBatchNormFoldsIntoOneConvWithTheSameResult) {
   std::mt19937 rng(3);
   Graph g = conv_bn_graph(rng);
   const std::vector<Tensor> in = {random_tensor({1, 3, 9, 7}, rng)};
-  const auto before = run_reference(g, in);
+  const auto before = run_node_by_node(g, in);
   EXPECT_EQ(fold_conv_batchnorm(g), 1);
   EXPECT_EQ(count_ops(g, "BatchNormalization"), 0);
   EXPECT_EQ(count_ops(g, "Conv"), 1);
-  expect_close(run_reference(g, in)[0], before[0], 1e-5f);  // float32 rescaling of 27-term sums
+  expect_close(run_node_by_node(g, in)[0], before[0], 1e-5f);  // float32 rescaling of 27-term sums
 }
 
 TEST(Passes, ConvResidualReluFusesAndKeepsItsDecomposition) {
@@ -121,7 +106,7 @@ TEST(Passes, ConvResidualReluFusesAndKeepsItsDecomposition) {
              make_node("Relu", {"s"}, {"y"})};
   g.outputs.push_back({"y", DType::Float32, {}, false});
   const std::vector<Tensor> in = {random_tensor({1, 4, 6, 6}, rng), random_tensor({1, 4, 6, 6}, rng)};
-  const auto before = run_reference(g, in);
+  const auto before = run_node_by_node(g, in);
   EXPECT_EQ(fuse_bias_activation(g), 1);
   ASSERT_EQ(g.nodes.size(), 1u);
   EXPECT_EQ(g.nodes[0].op_type, "FusedConv");
@@ -129,7 +114,7 @@ TEST(Passes, ConvResidualReluFusesAndKeepsItsDecomposition) {
   EXPECT_EQ(g.nodes[0].inputs[3], "skip");
   ASSERT_NE(g.nodes[0].attributes.find(kDecompositionAttribute), nullptr);
   EXPECT_EQ(g.nodes[0].attributes.get_graph(kDecompositionAttribute).nodes.size(), 3u);
-  expect_close(run_reference(g, in)[0], before[0], 1e-5f);
+  expect_close(run_node_by_node(g, in)[0], before[0], 1e-5f);
 }
 
 // Any function of the elementwise table fuses, with its attributes as parameters:
@@ -158,12 +143,12 @@ TEST(Passes, AnyTableActivationFusesWithItsParameters) {
       g.nodes = {make_node(base, {"x", "w"}, {"c"}), c.activation};
       g.outputs.push_back({"y", DType::Float32, {}, false});
       const std::vector<Tensor> in = {random_tensor(conv ? Shape{1, 4, 3, 5} : Shape{3, 6}, rng)};
-      const auto before = run_reference(g, in);
+      const auto before = run_node_by_node(g, in);
       EXPECT_EQ(fuse_bias_activation(g), 1);
       ASSERT_EQ(g.nodes.size(), 1u);
       EXPECT_EQ(g.nodes[0].attributes.get_string("activation"), c.name);
       EXPECT_EQ(g.nodes[0].attributes.get_floats("activation_params"), c.params);
-      expect_close(run_reference(g, in)[0], before[0], 1e-5f);
+      expect_close(run_node_by_node(g, in)[0], before[0], 1e-5f);
     }
   }
 }
@@ -195,12 +180,12 @@ TEST(Passes, MatMulBiasGeluFusesWithTheSameResult) {
   std::mt19937 rng(6);
   Graph g = gelu_mlp_graph(rng);
   const std::vector<Tensor> in = {random_tensor({2, 5, 8}, rng)};
-  const auto before = run_reference(g, in);
+  const auto before = run_node_by_node(g, in);
   optimize_graph(g, cpu_node_evaluator());
   ASSERT_EQ(g.nodes.size(), 1u);
   EXPECT_EQ(g.nodes[0].op_type, "FusedMatMul");
   EXPECT_EQ(g.nodes[0].attributes.get_string("activation"), "Gelu");
-  expect_close(run_reference(g, in)[0], before[0], 1e-5f);
+  expect_close(run_node_by_node(g, in)[0], before[0], 1e-5f);
 }
 
 // GPT-2's gelu_new as its exporter writes it: 0.5 * x * (1 + tanh(sqrt(2/pi) * (x +
@@ -244,7 +229,7 @@ TEST(Passes, TanhGeluPatternBecomesOneTanhGeluWithTheSameResult) {
       SCOPED_TRACE("cube as muls " + std::to_string(cube_as_muls) + ", tail " + std::to_string(tail));
       Graph g = tanh_gelu_graph(cube_as_muls, tail);
       const std::vector<Tensor> in = {random_tensor({2, 5, 8}, rng, -4, 4)};
-      const auto before = run_reference(g, in);
+      const auto before = run_node_by_node(g, in);
       EXPECT_EQ(fuse_gelu(g), 1);
       ASSERT_EQ(g.nodes.size(), 1u);
       EXPECT_EQ(g.nodes[0].op_type, "Gelu");
@@ -252,7 +237,7 @@ TEST(Passes, TanhGeluPatternBecomesOneTanhGeluWithTheSameResult) {
       EXPECT_EQ(g.nodes[0].inputs[0], "x");
       EXPECT_EQ(g.nodes[0].attributes.get_string("approximate"), "tanh");
       // float32: x^3 by pow or by products, and the constants' order, differ in the last bits.
-      expect_close(run_reference(g, in)[0], before[0], 1e-5f);
+      expect_close(run_node_by_node(g, in)[0], before[0], 1e-5f);
     }
   }
 }
@@ -279,12 +264,12 @@ TEST(Passes, MatMulBiasTanhGeluFusesAsGeluTanhWithTheSameResult) {
       if (input == "x") input = "h";
   g.nodes.insert(g.nodes.begin(), {make_node("MatMul", {"x", "w"}, {"m"}), make_node("Add", {"m", "bias"}, {"h"})});
   const std::vector<Tensor> in = {random_tensor({2, 5, 8}, rng)};
-  const auto before = run_reference(g, in);
+  const auto before = run_node_by_node(g, in);
   optimize_graph(g, cpu_node_evaluator());
   ASSERT_EQ(g.nodes.size(), 1u);
   EXPECT_EQ(g.nodes[0].op_type, "FusedMatMul");
   EXPECT_EQ(g.nodes[0].attributes.get_string("activation"), "GeluTanh");
-  expect_close(run_reference(g, in)[0], before[0], 1e-5f);
+  expect_close(run_node_by_node(g, in)[0], before[0], 1e-5f);
 }
 
 }  // namespace
@@ -310,7 +295,7 @@ TEST(Passes, ElementwiseChainsAndDiamondsBecomeOneFusedElementwise) {
   std::mt19937 rng(21);
   Graph g = elementwise_region_graph();
   const std::vector<Tensor> in = {random_tensor({4, 4}, rng, -2e-4f, 2e-4f)};
-  const auto before = run_reference(g, in);
+  const auto before = run_node_by_node(g, in);
   EXPECT_EQ(fuse_elementwise(g), 1);
   ASSERT_EQ(g.nodes.size(), 2u);
   const Node& fused = g.nodes[0];
@@ -326,7 +311,7 @@ TEST(Passes, ElementwiseChainsAndDiamondsBecomeOneFusedElementwise) {
                                   fn(ew::UnaryFunction::Sigmoid), 2, 0, op(BinaryStep::Mul), 2, 3,
                                   fn(ew::UnaryFunction::Tanh), 4, 0}));
   EXPECT_EQ(fused.attributes.get_floats("constants"), (std::vector<float>{1.0f, -10000.0f}));
-  expect_close(run_reference(g, in)[0], before[0], 1e-6f);  // the decomposition runs on the CPU
+  expect_close(run_node_by_node(g, in)[0], before[0], 1e-6f);  // the decomposition runs on the CPU
 }
 
 TEST(Passes, FusedElementwiseCarriesAFunctionsAttributesAsConstants) {
@@ -339,7 +324,7 @@ TEST(Passes, FusedElementwiseCarriesAFunctionsAttributesAsConstants) {
   g.nodes = {leaky, make_node("Mul", {"a", "x"}, {"y"})};
   std::mt19937 rng(5);
   const std::vector<Tensor> in = {random_tensor({3, 5}, rng)};
-  const auto before = run_reference(g, in);
+  const auto before = run_node_by_node(g, in);
   EXPECT_EQ(fuse_elementwise(g), 1);
   ASSERT_EQ(g.nodes.size(), 1u);
   const auto fn = static_cast<int64_t>(unary_step(ew::UnaryFunction::LeakyRelu));
@@ -347,7 +332,7 @@ TEST(Passes, FusedElementwiseCarriesAFunctionsAttributesAsConstants) {
   // LeakyRelu reads x (register 0); b = -1 names constants[0] = alpha, beta follows.
   EXPECT_EQ(g.nodes[0].attributes.get_ints("program"), (std::vector<int64_t>{fn, 0, -1, mul, 1, 0}));
   EXPECT_EQ(g.nodes[0].attributes.get_floats("constants"), (std::vector<float>{0.3f, 0.0f}));
-  expect_close(run_reference(g, in)[0], before[0], 1e-6f);
+  expect_close(run_node_by_node(g, in)[0], before[0], 1e-6f);
 }
 
 TEST(Passes, ElementwiseRegionsStayWhenAnInnerValueIsReadOutside) {
@@ -372,10 +357,10 @@ TEST(Passes, AFusedElementwiseKeepsTheRankAConstantBroadcastsTo) {
   g.outputs.push_back({"y", DType::Float32, {}, false});
   std::mt19937 rng(22);
   const std::vector<Tensor> in = {random_tensor({3}, rng)};
-  const auto before = run_reference(g, in);
+  const auto before = run_node_by_node(g, in);
   ASSERT_EQ(fuse_elementwise(g), 1);
   EXPECT_EQ(g.nodes[0].attributes.get_int("constant_rank"), 2);
-  const auto after = run_reference(g, in);
+  const auto after = run_node_by_node(g, in);
   EXPECT_EQ(after[0].shape(), (Shape{1, 3}));
   expect_close(after[0], before[0], 0);
 }
