@@ -136,6 +136,7 @@ void optimize_graph(Graph& graph, const NodeEvaluator& evaluate, bool cpu_layout
   eliminate_dead_code(graph);
   fold_conv_batchnorm(graph);
   fuse_gelu(graph);
+  sink_reshapes(graph);
   fuse_attention(graph);
   fuse_bias_activation(graph);
   if (cpu_layouts) plan_channels_last(graph);

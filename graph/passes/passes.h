@@ -27,6 +27,9 @@ int fold_conv_batchnorm(Graph& graph);
 // x * 0.5 * (1 + Erf(x / sqrt(2))) as exporters write it becomes com.ember Gelu on x;
 // x * 0.5 * (1 + Tanh(sqrt(2/pi) * (x + 0.044715 x^3))) becomes one with approximate="tanh".
 int fuse_gelu(Graph& graph);
+// An elementwise activation reading a Reshape / Flatten / Squeeze / Unsqueeze (its only
+// reader) moves above it, so that a GEMM -> reshape -> activation fuses as one GEMM.
+int sink_reshapes(Graph& graph);
 // Conv / MatMul / Gemm followed by a bias Add, a residual Add and an activation become
 // com.ember FusedConv / FusedMatMul / FusedGemm, each carrying its unfused
 // decomposition so the planner can fall back to it where the fused kernel cannot run.

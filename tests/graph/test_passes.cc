@@ -253,6 +253,31 @@ TEST(Passes, TanhGeluIsLeftAloneWhenAConstantOrAReaderDiffers) {
   EXPECT_EQ(fuse_gelu(square), 0);
 }
 
+// GPT-2's Conv1D: Gemm, a Reshape back to [B, S, N], then the tanh Gelu. The Gelu moves
+// above the Reshape and fuses into the Gemm.
+TEST(Passes, AnActivationAfterAReshapeFusesIntoTheGemmBeforeIt) {
+  std::mt19937 rng(9);
+  Graph g = tanh_gelu_graph(false, 0);
+  g.initializers["w"] = random_tensor({8, 16}, rng);
+  g.initializers["bias"] = random_tensor({16}, rng);
+  Tensor shape(DType::Int64, {3});
+  const int64_t dims[3] = {2, 5, 16};
+  std::copy(dims, dims + 3, shape.data_as<int64_t>());
+  g.initializers["shape"] = shape;
+  for (Node& n : g.nodes)
+    for (std::string& input : n.inputs)
+      if (input == "x") input = "h";
+  g.nodes.insert(g.nodes.begin(), {make_node("Gemm", {"x", "w", "bias"}, {"m"}), make_node("Reshape", {"m", "shape"}, {"h"})});
+  const std::vector<Tensor> in = {random_tensor({10, 8}, rng)};
+  const auto before = run_node_by_node(g, in);
+  optimize_graph(g, cpu_node_evaluator());
+  ASSERT_EQ(g.nodes.size(), 2u);
+  EXPECT_EQ(g.nodes[0].op_type, "FusedGemm");
+  EXPECT_EQ(g.nodes[0].attributes.get_string("activation"), "GeluTanh");
+  EXPECT_EQ(g.nodes[1].op_type, "Reshape");
+  expect_close(run_node_by_node(g, in)[0], before[0], 1e-5f);
+}
+
 // The tanh form after MatMul + bias fuses on into FusedMatMul as GeluTanh, not Gelu.
 TEST(Passes, MatMulBiasTanhGeluFusesAsGeluTanhWithTheSameResult) {
   std::mt19937 rng(8);
