@@ -1,13 +1,83 @@
 // Transpose: an IndexCopy whose tables walk the input with permuted strides. The
 // IndexCopy merges dims that stay adjacent and memcpys when the innermost dim is kept
-// (BERT's [B,S,H,D] -> [B,H,S,D] copies rows of D).
+// (BERT's [B,S,H,D] -> [B,H,S,D] copies rows of D). A permutation that swaps the last
+// two of its merged dims (NCHW <-> NHWC is [N][C][HW] <-> [N][HW][C]) runs as tiled
+// matrix transposes instead: copying a 3-channel image row by row of 3 elements was
+// 0.19 ms of MobileNetV3's 3.5.
 #include "graph/schemas/shape_util.h"
 #include "ops/cpu/index_copy.h"
+#include "ops/cpu/parallel.h"
 #include "ops/registry.h"
+
+#include <algorithm>
+#include <cstdint>
 
 namespace ember {
 
 namespace {
+
+// The input's dims of size > 1, with dims that stay adjacent and in order under perm
+// merged into one. Returns the merged input dims in input order and the permutation.
+void merge_dims(const Shape& in, std::vector<int64_t> perm, Shape* dims, std::vector<int64_t>* merged_perm) {
+  std::vector<int64_t> kept;  // input dims that are not 1, in output order
+  for (int64_t p : perm)
+    if (in[p] != 1) kept.push_back(p);
+  std::vector<std::vector<int64_t>> groups;  // runs of consecutive input dims, in output order
+  for (int64_t p : kept) {
+    if (!groups.empty() && groups.back().back() + 1 == p) groups.back().push_back(p);
+    else groups.push_back({p});
+  }
+  std::vector<size_t> by_input(groups.size());
+  for (size_t i = 0; i < by_input.size(); ++i) by_input[i] = i;
+  std::sort(by_input.begin(), by_input.end(), [&](size_t a, size_t b) { return groups[a][0] < groups[b][0]; });
+  dims->clear();
+  merged_perm->assign(groups.size(), 0);
+  for (size_t k = 0; k < by_input.size(); ++k) {
+    int64_t size = 1;
+    for (int64_t d : groups[by_input[k]]) size *= in[d];
+    dims->push_back(size);
+    (*merged_perm)[by_input[k]] = static_cast<int64_t>(k);
+  }
+}
+
+// [B][R][S] -> [B][S][R] in tiles that stay in cache on both sides.
+template <class T>
+class BatchedTransposeKernel final : public Kernel {
+ public:
+  BatchedTransposeKernel(int64_t b, int64_t r, int64_t s) : b_(b), r_(r), s_(s) {}
+
+  void run(const RunArgs& args) const override {
+    const T* in = args.inputs[0]->data_as<T>();
+    T* out = args.outputs[0]->data_as<T>();
+    const int64_t bands = (s_ + kTile - 1) / kTile;  // output rows, kTile at a time
+    parallel_for(b_ * bands, kTile * r_, [&](int64_t begin, int64_t end) {
+      for (int64_t job = begin; job < end; ++job) {
+        const int64_t b = job / bands, s0 = job % bands * kTile, s1 = std::min(s0 + kTile, s_);
+        const T* from = in + b * r_ * s_;
+        T* to = out + b * r_ * s_;
+        for (int64_t r0 = 0; r0 < r_; r0 += kTile) {
+          const int64_t r1 = std::min(r0 + kTile, r_);
+          for (int64_t s = s0; s < s1; ++s)
+            for (int64_t r = r0; r < r1; ++r) to[s * r_ + r] = from[r * s_ + s];
+        }
+      }
+    });
+  }
+
+ private:
+  static constexpr int64_t kTile = 32;
+  int64_t b_, r_, s_;
+};
+
+std::unique_ptr<Kernel> make_batched_transpose(size_t elem, int64_t b, int64_t r, int64_t s) {
+  switch (elem) {
+    case 1: return std::make_unique<BatchedTransposeKernel<uint8_t>>(b, r, s);
+    case 2: return std::make_unique<BatchedTransposeKernel<uint16_t>>(b, r, s);
+    case 4: return std::make_unique<BatchedTransposeKernel<uint32_t>>(b, r, s);
+    case 8: return std::make_unique<BatchedTransposeKernel<uint64_t>>(b, r, s);
+    default: return nullptr;
+  }
+}
 
 std::unique_ptr<Kernel> make_transpose(KernelInit& init, std::string* why_not) {
   const size_t elem = movement_elem_size(init.inputs[0].dtype);
@@ -20,12 +90,20 @@ std::unique_ptr<Kernel> make_transpose(KernelInit& init, std::string* why_not) {
   std::vector<int64_t> perm = init.node.attributes.get_ints_or("perm", {});
   if (perm.empty())
     for (int64_t i = rank; i-- > 0;) perm.push_back(i);
+  for (int64_t& p : perm)
+    if (p < 0) p += rank;
+  Shape dims;
+  std::vector<int64_t> merged;
+  if (shape_numel(in) > 0) merge_dims(in, perm, &dims, &merged);
+  if (merged == std::vector<int64_t>{1, 0}) {  // one matrix: a batch of one
+    dims.insert(dims.begin(), 1);
+    merged = {0, 2, 1};
+  }
+  if (merged == std::vector<int64_t>{0, 2, 1})
+    if (auto k = make_batched_transpose(elem, dims[0], dims[1], dims[2])) return k;
   const auto strides = contiguous_strides(in);
   std::vector<std::vector<int64_t>> tables;
-  for (int64_t p : perm) {
-    if (p < 0) p += rank;
-    tables.push_back(IndexCopy::affine(in[p], 0, strides[p]));
-  }
+  for (int64_t p : perm) tables.push_back(IndexCopy::affine(in[p], 0, strides[p]));
   return std::make_unique<IndexCopyKernel>(IndexCopy(std::move(tables), elem));
 }
 

@@ -69,6 +69,20 @@ TEST(MovementTranspose, LargeEnoughToRunInParallel) {
   expect_same(run(transpose_node({2, 0, 1}), 13, {&x})[0], transpose_reference(x, {2, 0, 1}));
 }
 
+// NCHW <-> NHWC (the layout planning's transposes) and a plain matrix run as tiled
+// batched transposes: sizes that are not multiples of the tile, 1- to 8-byte elements.
+TEST(MovementTranspose, ChannelsLastAndMatrixTransposesInTiles) {
+  std::mt19937 rng(17);
+  for (DType dt : {DType::Float32, DType::UInt8, DType::Float16, DType::Int64}) {
+    const Tensor image = random_tensor(dt, {2, 3, 37, 41}, rng);
+    expect_same(run(transpose_node({0, 2, 3, 1}), 13, {&image})[0], transpose_reference(image, {0, 2, 3, 1}));
+    const Tensor nhwc = random_tensor(dt, {2, 9, 7, 70}, rng);
+    expect_same(run(transpose_node({0, 3, 1, 2}), 13, {&nhwc})[0], transpose_reference(nhwc, {0, 3, 1, 2}));
+    const Tensor matrix = random_tensor(dt, {1, 65, 1, 33}, rng);
+    expect_same(run(transpose_node({3, 1, 2, 0}), 13, {&matrix})[0], transpose_reference(matrix, {3, 1, 2, 0}));
+  }
+}
+
 TEST(MovementTranspose, EmptyAndScalarAndNegativePerm) {
   std::mt19937 rng(16);
   const Tensor x = random_tensor(DType::Float32, {3, 0, 2}, rng);
