@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
 #include <string>
 
 #ifdef _OPENMP
@@ -44,15 +47,37 @@ std::vector<std::unique_ptr<Backend>> select_backends(const std::string& device)
   return backends;
 }
 
+namespace {
+
+// ceil(quota / period) for positive numbers; 0 otherwise ("max", -1, unreadable).
+int cores_of_quota(double quota, double period) {
+  if (!(quota > 0) || !(period > 0)) return 0;
+  return static_cast<int>(std::ceil(quota / period));
+}
+
+}  // namespace
+
+int cgroup_cpu_limit(const std::string& cgroup_root) {
+  std::ifstream v2(cgroup_root + "/cpu.max");
+  std::string quota;
+  double period = 0;
+  if (v2 >> quota >> period) return quota == "max" ? 0 : cores_of_quota(std::atof(quota.c_str()), period);
+  std::ifstream v1_quota(cgroup_root + "/cpu/cpu.cfs_quota_us"), v1_period(cgroup_root + "/cpu/cpu.cfs_period_us");
+  double q = 0;
+  if (v1_quota >> q && v1_period >> period) return cores_of_quota(q, period);
+  return 0;
+}
+
 int resolve_thread_count(int requested) {
   if (requested < 0)
     throw Error("num_threads " + std::to_string(requested) + " is not valid: expected 0 (every core) or more");
   if (requested > 0) return requested;
+  int cores = 1;
 #ifdef _OPENMP
-  return std::max(omp_get_num_procs(), 1);
-#else
-  return 1;
+  cores = std::max(omp_get_num_procs(), 1);  // the affinity mask's count
 #endif
+  const int quota = cgroup_cpu_limit();
+  return quota > 0 ? std::min(cores, quota) : cores;
 }
 
 void apply_thread_count(int num_threads) {

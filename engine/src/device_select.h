@@ -18,8 +18,13 @@ std::vector<std::unique_ptr<Backend>> select_backends(const std::string& device)
 void apply_thread_count(int num_threads);
 
 // The intra-op thread count a session uses: `requested`, or for 0 every core this
-// process may run on (its affinity mask, as a container or taskset limits it). Raises
-// on a negative count.
+// process may run on: its affinity mask (taskset, cpuset), capped by its cgroup's CPU
+// quota (a container's --cpus). Raises on a negative count.
 int resolve_thread_count(int requested);
+
+// The cores a cgroup CPU quota allows, rounded up, read under `cgroup_root` (v2's
+// cpu.max, else v1's cpu/cpu.cfs_quota_us and cpu.cfs_period_us); 0 when unlimited or
+// unreadable.
+int cgroup_cpu_limit(const std::string& cgroup_root = "/sys/fs/cgroup");
 
 }  // namespace ember

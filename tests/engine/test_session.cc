@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <omp.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -141,7 +142,9 @@ TEST(Session, ConcurrentRunsFromManyThreadsGiveTheSingleThreadedResults) {
 // oneDNN primitive keeps the thread split it was created with, so kernels built for
 // "0 = one thread" ran every default session on one core.
 TEST(Session, TheDefaultThreadCountIsEveryCoreOfTheProcess) {
-  EXPECT_EQ(resolve_thread_count(0), std::max(omp_get_num_procs(), 1));
+  const int quota = cgroup_cpu_limit();
+  const int cores = std::max(omp_get_num_procs(), 1);
+  EXPECT_EQ(resolve_thread_count(0), quota > 0 ? std::min(cores, quota) : cores);
   EXPECT_EQ(resolve_thread_count(3), 3);
   SessionOptions negative;
   negative.num_threads = -2;
@@ -151,6 +154,25 @@ TEST(Session, TheDefaultThreadCountIsEveryCoreOfTheProcess) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("num_threads -2 is not valid"), std::string::npos) << e.what();
   }
+}
+
+// A container's CPU quota caps the default: cgroup v2's cpu.max and v1's cfs files,
+// read from a fake cgroup root.
+TEST(Session, ACgroupCpuQuotaIsReadInCoresRoundedUp) {
+  const auto root = std::filesystem::temp_directory_path() / ("ember_cgroup_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(root / "cpu");
+  auto write = [](const std::filesystem::path& p, const std::string& text) { std::ofstream(p) << text; };
+  EXPECT_EQ(cgroup_cpu_limit(root.string()), 0) << "no files: unlimited";
+  write(root / "cpu" / "cpu.cfs_quota_us", "-1\n");
+  write(root / "cpu" / "cpu.cfs_period_us", "100000\n");
+  EXPECT_EQ(cgroup_cpu_limit(root.string()), 0) << "v1 without a quota";
+  write(root / "cpu" / "cpu.cfs_quota_us", "250000\n");
+  EXPECT_EQ(cgroup_cpu_limit(root.string()), 3) << "v1: 2.5 cores";
+  write(root / "cpu.max", "max 100000\n");
+  EXPECT_EQ(cgroup_cpu_limit(root.string()), 0) << "v2 wins, unlimited";
+  write(root / "cpu.max", "150000 100000\n");
+  EXPECT_EQ(cgroup_cpu_limit(root.string()), 2) << "v2: 1.5 cores";
+  std::filesystem::remove_all(root);
 }
 
 TEST(Session, ABatchOtherThanTheFilesFixedOneRuns) {
