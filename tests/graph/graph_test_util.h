@@ -10,6 +10,9 @@
 
 #include <ember/core/tensor.h>
 
+#include <gtest/gtest.h>
+
+#include <cmath>
 #include <random>
 #include <string>
 #include <unordered_map>
@@ -26,6 +29,21 @@ inline Tensor scalar(float v) {
   Tensor t(DType::Float32, {});
   *t.data_as<float>() = v;
   return t;
+}
+
+// Every element within tol * (1 + |want|).
+inline void expect_close(const Tensor& got, const Tensor& want, float tol) {
+  ASSERT_EQ(got.shape(), want.shape());
+  for (int64_t i = 0; i < got.numel(); ++i)
+    ASSERT_NEAR(got.data_as<float>()[i], want.data_as<float>()[i], tol * (1 + std::fabs(want.data_as<float>()[i])))
+        << "element " << i;
+}
+
+// How many nodes of the graph are `op`.
+inline int count_ops(const Graph& g, const std::string& op) {
+  int n = 0;
+  for (const auto& node : g.nodes) n += node.op_type == op;
+  return n;
 }
 
 // Runs the graph node by node with evaluate_node (a fused node runs its own CPU kernel,

@@ -7,28 +7,16 @@
 
 #include "graph_test_util.h"
 
-#include <cmath>
 #include <random>
 
 namespace ember {
 namespace {
 
+using test::count_ops;
+using test::expect_close;
 using test::make_node;
 using test::random_tensor;
 using test::run_node_by_node;
-
-void expect_close(const Tensor& got, const Tensor& want, float tol) {
-  ASSERT_EQ(got.shape(), want.shape());
-  for (int64_t i = 0; i < got.numel(); ++i)
-    ASSERT_NEAR(got.data_as<float>()[i], want.data_as<float>()[i], tol * (1 + std::fabs(want.data_as<float>()[i])))
-        << "element " << i;
-}
-
-int count_ops(const Graph& g, const std::string& op) {
-  int n = 0;
-  for (const auto& node : g.nodes) n += node.op_type == op;
-  return n;
-}
 
 Attributes conv_attributes(int64_t k, int64_t pad, int64_t group = 1) {
   Attributes a;
@@ -38,11 +26,10 @@ Attributes conv_attributes(int64_t k, int64_t pad, int64_t group = 1) {
   return a;
 }
 
-Graph cnn_input(int64_t channels) {
+Graph cnn_input() {
   Graph g;
   g.opset_imports[""] = 17;
   g.inputs.push_back({"x", DType::Float32, {}, false});
-  (void)channels;
   return g;
 }
 
@@ -58,7 +45,7 @@ void expect_same_results(const Graph& original, const Graph& planned, const std:
 // conv+relu -> maxpool -> {1x1 conv + residual, depthwise conv} -> concat -> * SE(.)
 // -> * c[C,1,1] -> global pool -> flatten.
 Graph block_graph(std::mt19937& rng) {
-  Graph g = cnn_input(4);
+  Graph g = cnn_input();
   g.initializers["w1"] = random_tensor({8, 4, 3, 3}, rng);
   g.initializers["b1"] = random_tensor({8}, rng);
   g.initializers["w2"] = random_tensor({8, 8, 1, 1}, rng);
@@ -118,7 +105,7 @@ TEST(ChannelsLast, WithoutCpuLayoutsNothingChanges) {
 // permute back and a residual add. The model's transposes cancel against the pass's.
 TEST(ChannelsLast, TheModelsOwnTransposesCancel) {
   std::mt19937 rng(7);
-  Graph g = cnn_input(8);
+  Graph g = cnn_input();
   g.initializers["w"] = random_tensor({8, 8, 3, 3}, rng);
   g.initializers["scale"] = random_tensor({8}, rng);
   Attributes to_last, to_first;
@@ -139,7 +126,7 @@ TEST(ChannelsLast, TheModelsOwnTransposesCancel) {
 // A plain value of unknown rank beside an NHWC one keeps the op in NCHW.
 TEST(ChannelsLast, AnOpWithAnotherPlainInputStaysPlain) {
   std::mt19937 rng(8);
-  Graph g = cnn_input(3);
+  Graph g = cnn_input();
   g.inputs.push_back({"z", DType::Float32, {}, false});
   g.initializers["w"] = random_tensor({3, 3, 1, 1}, rng);
   g.nodes = {make_node("Conv", {"x", "w"}, {"c"}, conv_attributes(1, 0)), make_node("Mul", {"c", "z"}, {"y"})};
@@ -157,7 +144,7 @@ TEST(ChannelsLast, AnOpWithAnotherPlainInputStaysPlain) {
 // runs: a residual that broadcasts, and an average pool oneDNN cannot count.
 TEST(ChannelsLast, NodesTheKernelsDeclineRunTheirFallback) {
   std::mt19937 rng(9);
-  Graph g = cnn_input(4);
+  Graph g = cnn_input();
   g.initializers["w"] = random_tensor({4, 4, 3, 3}, rng);
   g.initializers["b"] = random_tensor({4}, rng);
   g.initializers["w0"] = random_tensor({4, 4, 1, 1}, rng);

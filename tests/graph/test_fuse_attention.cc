@@ -393,15 +393,7 @@ TEST(FuseAttention, TheFusedNodeEvaluatesAloneThroughItsDecomposition) {
   ASSERT_NE(fused, nullptr);
   // No CPU kernel exists for the fused op: evaluate_node (constant folding, eager
   // nodes) runs its parts, with the opsets and initializers the pass attached.
-  std::unordered_map<std::string, Tensor> env(g.initializers.begin(), g.initializers.end());
-  for (size_t i = 0; i < g.inputs.size(); ++i) env[g.inputs[i].name] = inputs[i];
-  for (const Node& n : g.nodes) {
-    std::vector<const Tensor*> in;
-    for (const auto& name : n.inputs) in.push_back(name.empty() ? nullptr : &env.at(name));
-    auto out = evaluate_node(n, g.opset(n.domain), in);
-    for (size_t k = 0; k < n.outputs.size(); ++k) env[n.outputs[k]] = out[k];
-  }
-  expect_same(env.at(g.outputs[0].name), want[0]);
+  expect_same(test::run_node_by_node(g, inputs)[0], want[0]);
 }
 
 }  // namespace

@@ -18,22 +18,10 @@ namespace {
 
 using test::random_tensor;
 using test::scalar;
+using test::count_ops;
+using test::expect_close;
 using test::make_node;
 using test::run_node_by_node;
-
-void expect_close(const Tensor& a, const Tensor& b, float tol) {
-  ASSERT_EQ(a.shape(), b.shape());
-  for (int64_t i = 0; i < a.numel(); ++i)
-    ASSERT_NEAR(a.data_as<float>()[i], b.data_as<float>()[i],
-                tol * (1 + std::fabs(b.data_as<float>()[i])))
-        << "element " << i;
-}
-
-int count_ops(const Graph& g, const std::string& op) {
-  int n = 0;
-  for (const auto& node : g.nodes) n += node.op_type == op;
-  return n;
-}
 
 Graph base_graph(Shape input_shape) {
   Graph g;
