@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Latency and throughput of ember's `infer` beside ONNX Runtime on the same machine.
 
-    bench.py --infer PATH [--models resnet50,mobilenetv2,mobilenetv3,bert,gpt2] [--batches 1,8]
+    bench.py --infer PATH [--models resnet50,mobilenetv2,mobilenetv3,convnext,bert,gpt2] [--batches 1,8]
              [--threads N] [--seq 128] [--repeat R] [--work DIR] [--build-type TYPE]
 
 For each (model, batch): build the model (cached), make a fixed-seed input, time ONNX
@@ -148,7 +148,7 @@ def bench_case(args, name, batch):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--infer", required=True, help="path to ember's infer program")
-    parser.add_argument("--models", default="resnet50,mobilenetv2,mobilenetv3,bert,gpt2")
+    parser.add_argument("--models", default="resnet50,mobilenetv2,mobilenetv3,convnext,bert,gpt2")
     parser.add_argument("--batches", default="1,8")
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--seq", type=int, default=128, help="sequence length for bert, gpt2")

@@ -54,6 +54,7 @@ SEED = 1234
 IMAGE_CASES = [(1, None), (2, None)]
 TEXT_CASES = [(1, 128), (2, 128), (1, 37), (2, 37)]
 MODELS = {"default": IMAGE_CASES, "resnet50": IMAGE_CASES, "mobilenetv2": IMAGE_CASES, "mobilenetv3": IMAGE_CASES,
+          "convnext": IMAGE_CASES,
           "bert": TEXT_CASES, "gpt2": TEXT_CASES}
 INFER_TIMEOUT_S = 300
 
