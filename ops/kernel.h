@@ -20,6 +20,11 @@ namespace ember {
 // The host has none (nullptr).
 struct KernelStream {};
 
+// How the dense kernels (convolutions, matrix products) compute on float32 values:
+// exactly, or with operands rounded to bfloat16 and float32 accumulation (the CPU's
+// --precision bf16; values between ops stay float32).
+enum class DenseMath { Float32, BFloat16 };
+
 // Everything a kernel may look at while it is built.
 struct KernelInit {
   const Node& node;
@@ -29,6 +34,7 @@ struct KernelInit {
   std::vector<const Tensor*> values;   // input values known at plan time, else nullptr
   std::vector<TensorType> outputs;     // as inferred by the schema
   int num_threads = 1;                 // the session's intra-op threads
+  DenseMath dense_math = DenseMath::Float32;
   // The device's plan-time stream (the stream and library handles to pick algorithms
   // with); nullptr on the host.
   const KernelStream* device_context = nullptr;

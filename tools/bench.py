@@ -2,14 +2,21 @@
 """Latency and throughput of ember's `infer` beside ONNX Runtime on the same machine.
 
     bench.py --infer PATH [--models resnet50,mobilenetv2,mobilenetv3,convnext,bert,gpt2] [--batches 1,8]
-             [--threads N] [--seq 128] [--repeat R] [--work DIR] [--build-type TYPE]
+             [--threads N] [--seq 128] [--precisions fp32,bf16] [--repeat R] [--work DIR]
+             [--build-type TYPE] [FILE.onnx ... --dims batch=8,sequence=128]
 
 For each (model, batch): build the model (cached), make a fixed-seed input, time ONNX
 Runtime in-process (CPUExecutionProvider, intra-op threads N, inter-op 1, ORT_ENABLE_ALL,
-sequential execution; warm-up runs, then R timed runs), then ember through
-`infer model.onnx name=in.npy ... --threads N --warmup W --repeat R --summary-json F`.
-Prints a markdown table; ratio = ORT p50 / ember p50, so > 1 means ember is faster.
-Benchmarks are not tests: nothing here asserts a time.
+sequential execution, float32; warm-up runs, then R timed runs), then ember through
+`infer model.onnx name=in.npy ... --threads N --precision P --warmup W --repeat R
+--summary-json F`, once per precision in --precisions (ORT stays float32: the ratio is
+against what users run today). Prints a markdown table; ratio = ORT p50 / ember p50, so
+> 1 means ember is faster. Benchmarks are not tests: nothing here asserts a time.
+
+Any .onnx file given on the command line is timed the same way, once, with random
+inputs of its declared dtypes and shapes: symbolic dims from --dims (a dim without a
+value is an error naming it), floats from N(0, 1), integers in [0, --int-high) and
+inputs named like "*mask*" all ones.
 """
 import argparse
 import importlib
@@ -77,13 +84,13 @@ def time_ort(path, inputs, threads, repeat):
     return summarize(ms, batch), repeat
 
 
-def time_ember(infer, path, input_paths, threads, repeat, summary_path):
+def time_ember(infer, path, input_paths, threads, precision, repeat, summary_path):
     """Returns (summary or None, stderr)."""
     if os.path.exists(summary_path):
         os.remove(summary_path)
     cmd = [infer, path] + [f"{n}={p}" for n, p in input_paths.items()] + \
-          ["--threads", str(threads), "--warmup", str(WARMUP), "--repeat", str(repeat),
-           "--summary-json", summary_path]
+          ["--threads", str(threads), "--precision", precision, "--warmup", str(WARMUP),
+           "--repeat", str(repeat), "--summary-json", summary_path]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0 or not os.path.exists(summary_path):
         return None, f"exit status {proc.returncode}: {proc.stderr.strip()}"
@@ -119,36 +126,97 @@ def build_type_of(infer):
     return "unknown"
 
 
-def bench_case(args, name, batch):
-    """Times one (model, batch) on both engines; returns a table row and ember's error."""
-    module = importlib.import_module(name)
-    path = os.path.join(args.work, f"{name}.onnx")
-    module.build(path)
-    inputs = module.make_inputs(batch, args.seq, np.random.default_rng(SEED + batch))
-    case_dir = os.path.join(args.work, "bench", f"{name}_b{batch}")
+def file_inputs(path, dims, int_high, rng):
+    """Random inputs for every graph input of an .onnx file (see the module docstring)."""
+    session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    inputs = {}
+    for info in session.get_inputs():
+        shape = []
+        for d in info.shape:
+            if isinstance(d, int):
+                shape.append(d)
+            elif d in dims:
+                shape.append(dims[d])
+            else:
+                raise SystemExit(f"{path}: input '{info.name}' has dimension '{d}': give it with --dims {d}=N")
+        dtype = np.dtype(TYPES.get(info.type, "float32"))
+        if "mask" in info.name.lower():
+            inputs[info.name] = np.ones(shape, dtype)
+        elif dtype.kind == "f":
+            inputs[info.name] = rng.standard_normal(shape).astype(dtype)
+        elif dtype.kind == "b":
+            inputs[info.name] = rng.integers(0, 2, shape).astype(bool)
+        else:
+            inputs[info.name] = rng.integers(0, int_high, shape).astype(dtype)
+    return inputs
+
+
+TYPES = {"tensor(float)": "float32", "tensor(float16)": "float16", "tensor(double)": "float64",
+         "tensor(int64)": "int64", "tensor(int32)": "int32", "tensor(int8)": "int8", "tensor(uint8)": "uint8",
+         "tensor(bool)": "bool"}
+
+
+def bench_case(args, label, path, inputs, case_dir):
+    """Times one model and input set on both engines; returns table rows and ember's errors."""
     os.makedirs(case_dir, exist_ok=True)
     input_paths = {}
     for input_name, array in inputs.items():
         input_paths[input_name] = os.path.join(case_dir, f"{escape_name(input_name)}.npy")
         np.save(input_paths[input_name], array)
+    batch = next(iter(inputs.values())).shape[0] if inputs and next(iter(inputs.values())).ndim else 1
     ort_summary, repeat = time_ort(path, inputs, args.threads, args.repeat)
-    ember_summary, stderr = time_ember(args.infer, path, input_paths, args.threads, repeat,
-                                       os.path.join(case_dir, "summary.json"))
     ort_p50 = ort_summary["latency_ms"]["p50"]
+    rows, errors = [], []
+    for precision in args.precisions:
+        ember_summary, stderr = time_ember(args.infer, path, input_paths, args.threads, precision, repeat,
+                                           os.path.join(case_dir, f"summary_{precision}.json"))
+        head = f"| {label} | {batch} | {precision} |"
+        if ember_summary is None:
+            rows.append(f"{head} failed | {ort_p50:.2f} | - | - | {ort_summary['throughput_per_s']:.1f} | {repeat} |")
+            errors.append(f"{label} batch {batch} {precision}: {stderr}")
+            continue
+        ember_p50 = ember_summary["latency_ms"]["p50"]
+        rows.append(f"{head} {ember_p50:.2f} | {ort_p50:.2f} | {ort_p50 / ember_p50:.2f} | "
+                    f"{ember_summary['throughput_per_s']:.1f} | {ort_summary['throughput_per_s']:.1f} | {repeat} |")
+    return rows, errors
+
+
+def builder_case(args, name, batch):
+    module = importlib.import_module(name)
+    path = os.path.join(args.work, f"{name}.onnx")
+    module.build(path)
+    inputs = module.make_inputs(batch, args.seq, np.random.default_rng(SEED + batch))
     label = name + (f" (seq {args.seq})" if name in ("bert", "gpt2") else "")
-    if ember_summary is None:
-        return (f"| {label} | {batch} | failed | {ort_p50:.2f} | - | - | "
-                f"{ort_summary['throughput_per_s']:.1f} | {repeat} |"), stderr
-    ember_p50 = ember_summary["latency_ms"]["p50"]
-    return (f"| {label} | {batch} | {ember_p50:.2f} | {ort_p50:.2f} | {ort_p50 / ember_p50:.2f} | "
-            f"{ember_summary['throughput_per_s']:.1f} | {ort_summary['throughput_per_s']:.1f} | "
-            f"{repeat} |"), None
+    return label, path, inputs, os.path.join(args.work, "bench", f"{name}_b{batch}")
+
+
+def file_case(args, path):
+    inputs = file_inputs(path, args.dims, args.int_high, np.random.default_rng(SEED))
+    stem = os.path.splitext(os.path.basename(path))[0]
+    label = stem + (f" ({', '.join(f'{k}={v}' for k, v in args.dims.items())})" if args.dims else "")
+    return label, os.path.abspath(path), inputs, os.path.join(args.work, "bench", f"file_{stem}")
+
+
+def parse_dims(text):
+    dims = {}
+    for item in filter(None, text.split(",")):
+        name, _, value = item.partition("=")
+        if not value.isdigit():
+            raise argparse.ArgumentTypeError(f"--dims: '{item}' is not NAME=N")
+        dims[name] = int(value)
+    return dims
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--infer", required=True, help="path to ember's infer program")
-    parser.add_argument("--models", default="resnet50,mobilenetv2,mobilenetv3,convnext,bert,gpt2")
+    parser.add_argument("files", nargs="*", help=".onnx files to time with random inputs")
+    parser.add_argument("--models", default=None,
+                        help="builders in models/ (default: resnet50,mobilenetv2,mobilenetv3,convnext,bert,"
+                             "gpt2 when no file is given)")
+    parser.add_argument("--precisions", default="fp32", help="ember's --precision values, e.g. fp32,bf16")
+    parser.add_argument("--dims", type=parse_dims, default={}, help="symbolic dims of the files: batch=8,seq=128")
+    parser.add_argument("--int-high", type=int, default=100, help="integer inputs of the files lie in [0, this)")
     parser.add_argument("--batches", default="1,8")
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--seq", type=int, default=128, help="sequence length for bert, gpt2")
@@ -166,23 +234,30 @@ def main():
         parser.error("--repeat must be at least 1")
     args.infer = os.path.abspath(args.infer)
     args.work = os.path.abspath(args.work)
+    if args.models is None:
+        args.models = "" if args.files else "resnet50,mobilenetv2,mobilenetv3,convnext,bert,gpt2"
     models = [m for m in args.models.split(",") if m]
     batches = [int(b) for b in args.batches.split(",") if b]
+    args.precisions = [p for p in args.precisions.split(",") if p]
+    for f in args.files:
+        if not os.path.isfile(f):
+            parser.error(f"{f}: no such file")
 
     print(f"machine: {machine()}  ")
     print(f"ember build: {args.build_type or build_type_of(args.infer)}; threads: {args.threads}; "
           f"ONNX Runtime {ort.__version__} (CPU EP, ORT_ENABLE_ALL, sequential, inter-op 1); "
           f"{WARMUP} warm-up runs each\n")
-    print("| model | batch | ember p50 ms | ORT p50 ms | ORT/ember | ember items/s | "
+    print("| model | batch | ember precision | ember p50 ms | ORT p50 ms (fp32) | ORT/ember | ember items/s | "
           "ORT items/s | runs |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |", flush=True)
+    print("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |", flush=True)
+    cases = [lambda name=name, batch=batch: builder_case(args, name, batch) for name in models for batch in batches]
+    cases += [lambda path=path: file_case(args, path) for path in args.files]
     failures = []
-    for name in models:
-        for batch in batches:
-            row, error = bench_case(args, name, batch)
+    for make_case in cases:
+        rows, errors = bench_case(args, *make_case())
+        for row in rows:
             print(row, flush=True)
-            if error:
-                failures.append(f"{name} batch {batch}: {error}")
+        failures += errors
     for failure in failures:
         print(f"\nember failed: {failure}", file=sys.stderr)
     return 1 if failures else 0

@@ -282,8 +282,10 @@ int main(int argc, char** argv) {
   app.add_option("--threads", opt.threads, "intra-op threads (default: all cores)")->check(CLI::NonNegativeNumber);
   app.add_option("--batch", opt.batch, "repeat the inputs along their first dimension to this batch")
       ->check(CLI::PositiveNumber);
-  app.add_option("--precision", opt.precision, "fp32 or fp16 (float16 compute, float32 accumulation)")
-      ->check(CLI::IsMember({"fp32", "fp16"}));
+  app.add_option("--precision", opt.precision,
+                  "fp32; fp16 (float16 compute, float32 accumulation); bf16 (CPU: bfloat16 convolutions "
+                  "and matmuls, float32 accumulation)")
+      ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
   app.add_flag("--cuda-graph", opt.cuda_graph, "CUDA: record the device work once per input shape, then replay it");
   app.add_option("--repeat", opt.repeat, "time this many runs and print latency percentiles")
       ->check(CLI::NonNegativeNumber);

@@ -80,6 +80,15 @@ int resolve_thread_count(int requested) {
   return quota > 0 ? std::min(cores, quota) : cores;
 }
 
+void check_bf16_supported(const Device& device) {
+  if (device.kind != DeviceKind::Cpu)
+    throw Error("precision 'bf16' runs on the CPU only for now; on " + device.to_string() + " use fp16");
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx512bf16")) return;
+#endif
+  throw Error("precision 'bf16' needs a CPU with AVX512_BF16 (this one would emulate it, slower than fp32); use fp32");
+}
+
 void apply_thread_count(int num_threads) {
 #ifdef _OPENMP
   if (num_threads > 0) omp_set_num_threads(num_threads);

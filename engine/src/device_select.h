@@ -14,6 +14,10 @@ namespace ember {
 // without CUDA, no driver, no GPU, or an index out of range.
 std::vector<std::unique_ptr<Backend>> select_backends(const std::string& device);
 
+// Raises ember::Error unless `device` computes bf16 math: a CPU with AVX512_BF16
+// (oneDNN would otherwise emulate it, slower than float32). Other devices: not yet.
+void check_bf16_supported(const Device& device);
+
 // Sets the intra-op thread count of the calling thread (0 keeps the default: all cores).
 void apply_thread_count(int num_threads);
 

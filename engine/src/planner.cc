@@ -267,6 +267,7 @@ class PlanBuilder {
       for (const KernelEntry* entry : entries) {
         KernelInit init{node, opset, device, types, values, out_types};
         init.num_threads = options_.num_threads;
+        init.dense_math = options_.dense_math;
         init.device_context = backend->plan_context();
         std::string why;
         std::unique_ptr<Kernel> kernel;

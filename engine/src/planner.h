@@ -28,6 +28,7 @@ class WeightCache {
 
 struct PlannerOptions {
   int num_threads = 1;
+  DenseMath dense_math = DenseMath::Float32;  // given to every kernel
   // Where the caller's inputs are and where it wants the outputs; empty: on the host.
   std::vector<Device> input_devices, output_devices;
 };

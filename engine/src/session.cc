@@ -161,6 +161,7 @@ const Plan& Session::Impl::plan_for(std::span<const Tensor> inputs, std::span<co
   std::vector<Shape> shapes;
   PlannerOptions planner_options;
   planner_options.num_threads = options.num_threads;
+  if (options.precision == "bf16") planner_options.dense_math = DenseMath::BFloat16;
   for (const Tensor& t : inputs) {
     shapes.push_back(t.shape());
     planner_options.input_devices.push_back(t.device());
@@ -183,15 +184,16 @@ Session::Session(const std::string& model_path, SessionOptions options)
   // Resolved once: kernels are built for the count they run with (oneDNN fixes its
   // thread split when a primitive is created), so 0 must not reach them as "one".
   impl_->options.num_threads = resolve_thread_count(options.num_threads);
-  if (options.precision != "fp32" && options.precision != "fp16")
-    throw Error("precision '" + options.precision + "' is not valid: expected fp32 or fp16");
+  if (options.precision != "fp32" && options.precision != "fp16" && options.precision != "bf16")
+    throw Error("precision '" + options.precision + "' is not valid: expected fp32, fp16 or bf16");
   impl_->owned_backends = select_backends(options.device);
   for (auto& b : impl_->owned_backends) impl_->backends.push_back(b.get());
+  if (options.precision == "bf16") check_bf16_supported(impl_->backends.front()->device());
   impl_->graph = load_model(model_path);
   check_supported(impl_->graph, impl_->backends);
   // Channels-last layouts are the CPU's (the CUDA convolutions pick their own), and
-  // its convolutions are float32 ones.
-  const bool cpu_layouts = impl_->backends.front()->device().kind == DeviceKind::Cpu && options.precision == "fp32";
+  // its convolutions take float32 values (bf16 math converts inside the kernel).
+  const bool cpu_layouts = impl_->backends.front()->device().kind == DeviceKind::Cpu && options.precision != "fp16";
   if (options.optimize) optimize_graph(impl_->graph, cpu_node_evaluator(), cpu_layouts);
   if (options.precision == "fp16") impl_->convert_to_half();
   bind_attributes(impl_->graph);  // after every pass: each kernel reads the final nodes

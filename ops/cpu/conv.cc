@@ -57,10 +57,14 @@ class ConvKernel final : public Kernel {
     if (has_residual_) ops.append_sum(1.f);
     activation_.append_to(ops);
 
+    // bf16 math: source and weights in bfloat16, accumulation and output in float32.
+    // Only constant weights, converted once here.
+    const DenseMath math = const_weights ? init.dense_math : DenseMath::Float32;
     DnnlThreadScope threads(init.num_threads);
     const dnnl::convolution_forward::desc desc(
         dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-        primitive_desc_for(x, layout), const_weights ? any_layout(plain_w) : plain_w, bias_md_,
+        computed_as(primitive_desc_for(x, layout), math),
+        const_weights ? computed_as(any_layout(plain_w), math) : plain_w, bias_md_,
         primitive_desc_for(y, layout), to_dnnl_dims(g.strides), dilations,
         to_dnnl_dims(g.pads_begin), to_dnnl_dims(g.pads_end));
     const dnnl::convolution_forward::primitive_desc pd(desc, make_dnnl_attr(ops), dnnl_engine());

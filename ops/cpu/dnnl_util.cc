@@ -66,6 +66,13 @@ dnnl::memory::desc channels_last_f32_desc(const Shape& shape) {
   return {to_dnnl_dims(dims), dnnl::memory::data_type::f32, t};
 }
 
+dnnl::memory::desc computed_as(const dnnl::memory::desc& md, DenseMath math) {
+  if (math == DenseMath::Float32) return md;
+  dnnl::memory::desc retyped = md;  // oneDNN 2.x: the C descriptor is a plain struct
+  retyped.data.data_type = dnnl_bf16;
+  return retyped;
+}
+
 DnnlThreadScope::DnnlThreadScope(int num_threads) {
 #ifdef _OPENMP
   saved_ = omp_get_max_threads();

@@ -33,6 +33,10 @@ dnnl::memory::desc any_layout(const dnnl::memory::desc& md);
 // dims in N, C, D1.. order, format nwc / nhwc / ndhwc (the same bytes).
 dnnl::memory::desc channels_last_f32_desc(const Shape& shape);
 
+// `md` as the primitive computes it: itself, or with bfloat16 elements in the same
+// dims and layout under DenseMath::BFloat16 (the caller reorders float32 into it).
+dnnl::memory::desc computed_as(const dnnl::memory::desc& md, DenseMath math);
+
 // oneDNN picks its blocking and thread split when a primitive is created, from
 // omp_get_max_threads(): create primitives under the thread count they will run with.
 class DnnlThreadScope {

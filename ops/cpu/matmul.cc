@@ -3,6 +3,8 @@
 #include "ops/cpu/parallel.h"
 #include "ops/registry.h"
 
+#include <algorithm>
+
 namespace ember {
 
 namespace {
@@ -10,32 +12,46 @@ namespace {
 using dnnl::memory;
 
 // One oneDNN matmul with its descriptors; weights reordered at plan time when constant.
+// Under bf16 math the operands are converted into the workspace at run time (constant
+// weights once, at plan time) and the product accumulates and lands in float32.
 class DnnlMatMul {
  public:
   // `b_md` describes B as it lies in memory (possibly transposed via strides).
   void build(const KernelInit& init, const memory::desc& a_md, const memory::desc& b_md,
              const memory::desc& bias_md, const memory::desc& c_md, const dnnl::primitive_attr& attr,
              const Tensor* b_value) {
-    a_md_ = a_md;
     bias_md_ = bias_md;
     c_md_ = c_md;
+    const memory::desc a_computed = computed_as(a_md, init.dense_math);
+    const memory::desc b_computed = computed_as(b_md, init.dense_math);
     DnnlThreadScope threads(init.num_threads);
-    const dnnl::matmul::desc desc(a_md, b_value ? any_layout(b_md) : b_md, bias_md, c_md);
+    const dnnl::matmul::desc desc(a_computed, b_value ? any_layout(b_computed) : b_computed, bias_md, c_md);
     const dnnl::matmul::primitive_desc pd(desc, attr, dnnl_engine());
     prim_ = dnnl::matmul(pd);
+    a_md_ = pd.src_desc();
     b_md_ = pd.weights_desc();
     if (b_value) b_ = reorder_constant(b_value->data(), b_md, b_md_);
     scratch_md_ = pd.scratchpad_desc();
+    to_a_ = DnnlReorder(a_md, a_md_);
+    if (!b_value) to_b_ = DnnlReorder(b_md, b_md_);
+    WorkspaceLayout ws;
+    ws.take(std::max({scratch_md_.get_size(), to_a_.scratchpad(), to_b_.scratchpad()}));
+    a_at_ = to_a_ ? ws.take(a_md_.get_size()) : 0;
+    b_at_ = to_b_ ? ws.take(b_md_.get_size()) : 0;
+    workspace_bytes_ = ws.total();
   }
 
-  size_t scratchpad() const { return scratch_md_.get_size(); }
+  size_t workspace_bytes() const { return workspace_bytes_; }
 
-  void run(const void* a, const void* b, const void* bias, void* c, void* scratch) const {
+  void run(const void* a, const void* b, const void* bias, void* c, void* workspace) const {
+    char* ws = static_cast<char*>(workspace);
+    if (to_a_) to_a_.run(a, ws + a_at_, ws), a = ws + a_at_;
+    if (to_b_) to_b_.run(b, ws + b_at_, ws), b = ws + b_at_;
     dnnl_execute(prim_, handles_, {{DNNL_ARG_SRC, &a_md_, a},
                          {DNNL_ARG_WEIGHTS, &b_md_, b_ ? b_.get_data_handle() : b},
                          {DNNL_ARG_BIAS, bias ? &bias_md_ : nullptr, bias},
                          {DNNL_ARG_DST, &c_md_, c},
-                         {DNNL_ARG_SCRATCHPAD, &scratch_md_, scratch}});
+                         {DNNL_ARG_SCRATCHPAD, &scratch_md_, workspace}});
   }
 
  private:
@@ -43,6 +59,8 @@ class DnnlMatMul {
   mutable DnnlHandles handles_;
   memory::desc a_md_, b_md_, bias_md_, c_md_, scratch_md_;
   memory b_;
+  DnnlReorder to_a_, to_b_;
+  size_t a_at_ = 0, b_at_ = 0, workspace_bytes_ = 0;
 };
 
 bool float_inputs(const KernelInit& init, std::string* why_not) {
@@ -77,7 +95,7 @@ class MatMulKernel final : public Kernel {
     activation_.append_to(ops);
     mm_.build(init, plain_f32_desc(a), plain_f32_desc(b), has_bias_ ? plain_f32_desc(bias) : memory::desc(),
               plain_f32_desc(c), make_dnnl_attr(ops), b.size() == 2 ? init.values[1] : nullptr);
-    init.workspace_bytes = mm_.scratchpad();
+    init.workspace_bytes = mm_.workspace_bytes();
   }
 
   void run(const RunArgs& args) const override {
@@ -138,7 +156,7 @@ class GemmKernel final : public Kernel {
     if (alpha != 1.f) attr.set_output_scales(0, {alpha});
     mm_.build(init, a_md, b_md, use_bias_ ? plain_f32_desc({1, n_}) : memory::desc(), plain_f32_desc({m_, n_}),
               attr, init.values[1]);
-    init.workspace_bytes = mm_.scratchpad();
+    init.workspace_bytes = mm_.workspace_bytes();
   }
 
   void run(const RunArgs& args) const override {

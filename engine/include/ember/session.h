@@ -16,8 +16,10 @@ struct SessionOptions {
   std::string device = "cpu";  // "cpu", "cuda" or "cuda:N"
   int num_threads = 0;         // intra-op threads per run; 0 = every core
   bool optimize = true;        // run the graph passes (folding, fusion)
-  // "fp32", or "fp16": the float32 computation runs in float16 (tensor cores on CUDA,
-  // float32 accumulation); inputs and outputs stay float32.
+  // "fp32"; "fp16": the float32 computation runs in float16 (tensor cores on CUDA,
+  // float32 accumulation); "bf16" (CPU with AVX512_BF16): convolutions and matrix
+  // products take bfloat16 operands and accumulate in float32, everything else stays
+  // float32. Inputs and outputs are float32 either way.
   std::string precision = "fp32";
   // CUDA: record the device work of a run once per input shape and replay it as a
   // CUDA graph (one launch instead of one per node).

@@ -181,6 +181,50 @@ TEST(FusedConv, PointwiseWithResidual) {
   expect_close(y[0], want, kRtol, kAtol);
 }
 
+// --precision bf16 (DenseMath::BFloat16): source and weights rounded to bfloat16,
+// products accumulated in float32, bias and residual added in float32. Against the
+// loops on the rounded operands the tolerance is float32's (kRtol); against the
+// unrounded operands the result must differ by more than float32 rounding explains
+// (> 1e-3 of |y| + 1e-2 somewhere), or the bf16 math never reached oneDNN.
+void check_conv_bf16(const Shape& x_shape, const Shape& w_shape, const ConvParams& p, const Shape& y_shape,
+                     bool residual) {
+  const Tensor x = random_floats(x_shape, 71), w = random_floats(w_shape, 72);
+  const Tensor b = random_floats({w_shape[0]}, 73), z = random_floats(y_shape, 74);
+  Node node = conv_node(p, true);
+  node.op_type = "FusedConv";
+  node.domain = "com.ember";
+  set_activation(node, {"Relu", {}});
+  std::vector<const Tensor*> in{&x, &w, &b};
+  if (residual) {
+    node.inputs.push_back("z");
+    in.push_back(&z);
+  }
+  const auto y = run_node_bf16(node, 1, in);
+  auto finish = [&](std::vector<float> v) {
+    for (size_t i = 0; i < v.size(); ++i) v[i] = std::max(0.f, v[i] + (residual ? z.data_as<float>()[i] : 0.f));
+    return v;
+  };
+  expect_close(y[0], finish(reference_conv(rounded_to_bf16(x), rounded_to_bf16(w), &b, p, y_shape)), kRtol, kAtol);
+  EXPECT_GT(max_relative_difference(y[0], finish(reference_conv(x, w, &b, p, y_shape)), 1e-2), 1e-3);
+}
+
+TEST(FusedConv, Bf16MathDenseGroupedAndDepthwise) {
+  SKIP_WITHOUT_BF16();
+  check_conv_bf16({2, 8, 9, 7}, {12, 8, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, {1, 1}}, {2, 12, 9, 7}, true);
+  check_conv_bf16({1, 16, 6, 5}, {8, 16, 1, 1}, {{1, 1}, {1, 1}, {0, 0}, {0, 0}}, {1, 8, 6, 5}, false);
+  check_conv_bf16({1, 8, 7, 9}, {8, 4, 3, 3}, {{2, 2}, {1, 1}, {1, 1}, {1, 1}, 2}, {1, 8, 4, 5}, true);
+  check_conv_bf16({1, 16, 7, 9}, {16, 1, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, {1, 1}, 16}, {1, 16, 7, 9}, false);
+}
+
+// Weights the graph computes are not converted at run time: the conv stays float32.
+TEST(Conv, Bf16MathWithRuntimeWeightsStaysFloat32) {
+  SKIP_WITHOUT_BF16();
+  const ConvParams p{{1, 1}, {1, 1}, {1, 1}, {1, 1}, 1};
+  const Tensor x = random_floats({1, 8, 7, 9}, 75), w = random_floats({4, 8, 3, 3}, 76), b = random_floats({4}, 77);
+  const auto y = run_kernel(conv_node(p, true), 22, {&x, &w, &b}, {.values_known = false, .math = DenseMath::BFloat16});
+  expect_close(y[0], reference_conv(x, w, &b, p, {1, 4, 7, 9}), kRtol, kAtol);
+}
+
 // One kernel, several threads running it at once on their own inputs and workspaces.
 TEST(Conv, ConcurrentRunsOfOneKernel) {
   const ConvParams p{{2, 2}, {1, 1}, {1, 1}, {1, 1}};

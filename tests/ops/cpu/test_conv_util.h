@@ -13,7 +13,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <cstdlib>
 #include <random>
 #include <string>
@@ -35,15 +37,22 @@ inline std::vector<Tensor> run_node(Node node, int64_t opset, const std::vector<
   return evaluate_node(node, opset, inputs, threads);
 }
 
-// Like run_node, but tells the kernel no input value is known at plan time (weights
-// computed by the graph), exercising the non-constant-weights path.
-inline std::vector<Tensor> run_node_runtime_inputs(const Node& node, int64_t opset,
-                                                   const std::vector<const Tensor*>& inputs) {
+// How run_kernel builds the node's CPU kernel: with every input value known at plan
+// time (constant weights) or none (weights computed by the graph), and its dense math.
+struct KernelBuild {
+  bool values_known = true;
+  DenseMath math = DenseMath::Float32;
+};
+
+// Builds the node's first CPU kernel as `how` says and runs it once.
+inline std::vector<Tensor> run_kernel(const Node& node, int64_t opset, const std::vector<const Tensor*>& inputs,
+                                      KernelBuild how) {
   std::vector<TensorType> types(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i)
     if (inputs[i]) types[i] = {inputs[i]->dtype(), inputs[i]->shape()};
-  const std::vector<const Tensor*> unknown(inputs.size(), nullptr);
-  KernelInit init{node, opset, Device{}, types, unknown, infer_node(node, opset, types, unknown)};
+  const std::vector<const Tensor*> values = how.values_known ? inputs : std::vector<const Tensor*>(inputs.size());
+  KernelInit init{node, opset, Device{}, types, values, infer_node(node, opset, types, values)};
+  init.dense_math = how.math;
   std::string why;
   auto entries = find_kernels(node.domain, node.op_type, opset, DeviceKind::Cpu);
   EXPECT_FALSE(entries.empty());
@@ -55,6 +64,46 @@ inline std::vector<Tensor> run_node_runtime_inputs(const Node& node, int64_t ops
   kernel->run(RunArgs{inputs, std::span<Tensor* const>(&out, 1), ws, 1, nullptr});
   std::free(ws);
   return outputs;
+}
+
+// Like run_node, but tells the kernel no input value is known at plan time (weights
+// computed by the graph), exercising the non-constant-weights path.
+inline std::vector<Tensor> run_node_runtime_inputs(const Node& node, int64_t opset,
+                                                   const std::vector<const Tensor*>& inputs) {
+  return run_kernel(node, opset, inputs, {.values_known = false});
+}
+
+// bf16 math is what --precision bf16 runs on a CPU with AVX512_BF16 (sessions refuse
+// it elsewhere); its tests skip, saying so, on other CPUs.
+#define SKIP_WITHOUT_BF16()                                                                     \
+  if (!__builtin_cpu_supports("avx512bf16")) GTEST_SKIP() << "this CPU has no AVX512_BF16"
+
+// Under --precision bf16 (DenseMath::BFloat16) with constant weights.
+inline std::vector<Tensor> run_node_bf16(const Node& node, int64_t opset, const std::vector<const Tensor*>& inputs) {
+  return run_kernel(node, opset, inputs, {.math = DenseMath::BFloat16});
+}
+
+// The float32 tensor with each value rounded to the nearest bfloat16 (ties to even),
+// as the bf16 kernels round their operands. Inputs are finite.
+inline Tensor rounded_to_bf16(const Tensor& t) {
+  Tensor r(DType::Float32, t.shape());
+  const float* from = t.data_as<float>();
+  float* to = r.data_as<float>();
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, &from[i], 4);
+    bits = (bits + 0x7fff + ((bits >> 16) & 1)) & 0xffff0000u;
+    std::memcpy(&to[i], &bits, 4);
+  }
+  return r;
+}
+
+// The largest |a - b| / (|b| + atol) over two equal-length float lists.
+inline double max_relative_difference(const Tensor& a, const std::vector<float>& b, double atol) {
+  double worst = 0;
+  for (size_t i = 0; i < b.size(); ++i)
+    worst = std::max(worst, std::abs(double(a.data_as<float>()[i]) - b[i]) / (std::abs(double(b[i])) + atol));
+  return worst;
 }
 
 // The factory's refusal reason for this node, or "" when it builds.

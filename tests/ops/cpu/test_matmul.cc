@@ -146,5 +146,37 @@ TEST(FusedGemm, EveryActivation) {
   }
 }
 
+// --precision bf16 (DenseMath::BFloat16): operands rounded to bfloat16, products
+// accumulated in float32. Against the loops on the rounded operands the tolerance is
+// float32's (kRtol); against the unrounded ones the result must differ by more than
+// float32 rounding explains (> 1e-3 of |y| + 1e-2 somewhere): the math reached oneDNN.
+TEST(MatMul, Bf16MathConstantAndRuntimeWeights) {
+  SKIP_WITHOUT_BF16();
+  const Tensor a = random_floats({3, 17, 40}, 81), b = random_floats({40, 24}, 82);
+  const auto y = run_node_bf16(make_node("MatMul", 2), 13, {&a, &b});
+  expect_close(y[0], reference_matmul(rounded_to_bf16(a), rounded_to_bf16(b)), kRtol, kAtol);
+  EXPECT_GT(max_relative_difference(y[0], reference_matmul(a, b), 1e-2), 1e-3);
+
+  // Both operands computed by the graph (attention's products), batch broadcast.
+  const Tensor q = random_floats({2, 3, 9, 16}, 83), k = random_floats({1, 3, 16, 11}, 84);
+  const auto s = run_kernel(make_node("MatMul", 2), 13, {&q, &k}, {.values_known = false, .math = DenseMath::BFloat16});
+  expect_close(s[0], reference_matmul(rounded_to_bf16(q), rounded_to_bf16(k)), kRtol, kAtol);
+  EXPECT_GT(max_relative_difference(s[0], reference_matmul(q, k), 1e-2), 1e-3);
+}
+
+TEST(Gemm, Bf16MathTransposedOperandsAndC) {
+  SKIP_WITHOUT_BF16();
+  const Tensor a = random_floats({33, 6}, 85), b = random_floats({7, 33}, 86), c = random_floats({6, 7}, 87);
+  Node node = make_node("Gemm", 3);
+  node.attributes.set_int("transA", 1);
+  node.attributes.set_int("transB", 1);
+  node.attributes.set_float("alpha", 0.7f);
+  node.attributes.set_float("beta", -1.3f);
+  const auto y = run_node_bf16(node, 13, {&a, &b, &c});
+  expect_close(y[0], reference_gemm(rounded_to_bf16(a), rounded_to_bf16(b), &c, true, true, 0.7f, -1.3f), kRtol,
+               kAtol);
+  EXPECT_GT(max_relative_difference(y[0], reference_gemm(a, b, &c, true, true, 0.7f, -1.3f), 1e-2), 1e-3);
+}
+
 }  // namespace
 }  // namespace ember::test

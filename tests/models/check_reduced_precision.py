@@ -1,35 +1,41 @@
 #!/usr/bin/env python3
-"""Whole models in float16: ember's `infer --precision fp16` against ONNX Runtime (float32).
+"""Whole models in reduced precision: ember's `infer --precision fp16|bf16` against ONNX Runtime (float32).
 
-    check_fp16.py --infer PATH_TO_INFER [--models-dir DIR] [--work DIR] [--models resnet50,...]
-                  [--device cpu|cuda] [--cases quick|all]
+    check_reduced_precision.py --infer PATH_TO_INFER [--precision fp16|bf16] [--models-dir DIR]
+                  [--work DIR] [--models resnet50,...] [--device cpu|cuda] [--cases quick|all]
 
 For each model and case (the cases and inputs of check_models.py: same seeds), runs
 ONNX Runtime on the CPU in float32 (the reference), ember in float32 and ember with
---precision fp16. The graph interface stays float32 in fp16 mode, so the outputs are
-float32 files either way. Per output it prints:
+--precision fp16 or bf16. The graph interface stays float32 in either mode, so the
+outputs are float32 files either way. Per output it prints:
 
-  scale  max_i |a_i - e_i| / max_j |e_j|  for ember fp16: the error relative to the
-         output's scale. PASS when <= 1e-2.
+  scale  max_i |a_i - e_i| / max_j |e_j|  for ember in reduced precision: the error
+         relative to the output's scale. PASS when <= 1e-2 (fp16) or 4e-2 (bf16).
   metric check_models.py's metric (max_i |a_i - e_i| / max(|e_i|, 1e-2 * max_j |e_j|))
-         for ember fp16, and beside it
-  w16    the same metric for ONNX Runtime in float32 on the model with its weights
-         rounded to float16 (and nothing else): the share of the error no float16
-         engine can avoid, and
+         for ember in reduced precision, and beside it
+  wr     the same metric for ONNX Runtime in float32 on the model with its weights
+         rounded to the reduced type (and nothing else): the share of the error no
+         engine of that precision can avoid, and
   fp32   the same metric for ember in float32.
 
 Why not check_models.py's metric and 3e-2: it judges each element against its own
-magnitude down to 1% of the scale, and float16 error is relative to the scale of the
-dot products, not to each result. On these random-weight models rounding the weights
-alone to float16 (ONNX Runtime, float32 arithmetic) already gives 5e-2..1.5e-1 under
-that metric; ember fp16 measures 4e-2..2.5e-1 under it, and 5e-4..2e-3 relative to the
-scale. float16 keeps 11 significant bits (~4.9e-4 per rounding) and every layer rounds
-its activations again, so 1e-2 of the scale leaves a 5x margin over twelve
-transformer layers and fifty conv layers. A case also FAILS when the fp16 outputs equal
-the float32 ones bit for bit: the option then did not reach the graph.
+magnitude down to 1% of the scale, and reduced-precision error is relative to the scale
+of the dot products, not to each result.
+- fp16 keeps 11 significant bits (~4.9e-4 per rounding). On these random-weight models
+  rounding the weights alone to float16 already gives 5e-2..1.5e-1 under that metric;
+  ember fp16 measures 4e-2..2.5e-1 under it and 5e-4..2e-3 of the scale. Every layer
+  rounds its activations again, so 1e-2 of the scale leaves a 5x margin over twelve
+  transformer layers and fifty conv layers.
+- bf16 (CPU) keeps 8 significant bits (~3.9e-3 per rounding), 8x float16's, but rounds
+  only the operands of convolutions and matrix products: their results, norms, softmax
+  and every other op stay float32. ember bf16 measures 3e-3..2.4e-2 of the scale (the
+  largest on BERT's pooled output, after twelve layers and a tanh); 4e-2 leaves 1.7x.
+A case also FAILS when the reduced-precision outputs equal the float32 ones bit for
+bit: the option then did not reach the graph.
 
 Models are read from --models-dir (built there by models/*.py when missing; the build
 is cached by a hash of the builder sources); inputs and outputs go under --work.
+Exits 77 (a skip to ctest) for bf16 on a CPU without AVX512_BF16.
 """
 import argparse
 import importlib
@@ -42,9 +48,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import check_models as cm  # noqa: E402  (same folder; it also puts models/ on the path)
 
-MODELS = ("resnet50", "mobilenetv2", "bert", "gpt2")
+MODELS = ("resnet50", "mobilenetv2", "mobilenetv3", "convnext", "bert", "gpt2")
 # quick: one case per model (batch 2, and sequence 37 for the transformers).
-QUICK = {"resnet50": [(2, None)], "mobilenetv2": [(2, None)], "bert": [(2, 37)], "gpt2": [(2, 37)]}
+QUICK = {name: [(2, 37 if name in ("bert", "gpt2") else None)] for name in MODELS}
 
 
 def cases(name, models_dir, work, which):
@@ -68,7 +74,17 @@ def load_outputs(out_dir, names):
     return {n: np.load(os.path.join(out_dir, f"{cm.escape_name(n)}.npy")) for n in names}
 
 
-SCALE_TOLERANCE = 1e-2
+SCALE_TOLERANCE = {"fp16": 1e-2, "bf16": 4e-2}
+SKIP = 77  # ctest's SKIP_RETURN_CODE
+
+
+def rounded(array, precision):
+    """float32 values rounded to float16 or to bfloat16 (nearest, ties to even)."""
+    if precision == "fp16":
+        return array.astype(np.float16).astype(np.float32)
+    bits = array.astype(np.float32).view(np.uint32).astype(np.uint64)
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    return bits.astype(np.uint32).view(np.float32)
 
 
 def scale_error(actual, expected):
@@ -81,22 +97,22 @@ def scale_error(actual, expected):
     return float("inf") if np.isnan(err) else err
 
 
-def weights_rounded_session(path):
-    """ONNX Runtime on the model with every float32 initializer rounded to float16."""
+def weights_rounded_session(path, precision):
+    """ONNX Runtime on the model with every float32 initializer rounded to `precision`."""
     import onnx
     from onnx import numpy_helper
     model = onnx.load(path)
     for init in model.graph.initializer:
         array = numpy_helper.to_array(init)
         if array.dtype == np.float32:
-            init.CopyFrom(numpy_helper.from_array(array.astype(np.float16).astype(np.float32), init.name))
+            init.CopyFrom(numpy_helper.from_array(rounded(array, precision), init.name))
     options = cm.ort.SessionOptions()
     options.intra_op_num_threads = cm.THREADS
     options.inter_op_num_threads = 1
     return cm.ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
 
 
-def check_case(infer, session, rounded, label, path, inputs, case_dir, device):
+def check_case(infer, session, rounded_session, label, path, inputs, case_dir, device, reduced):
     os.makedirs(case_dir, exist_ok=True)
     input_paths = {}
     for name, array in inputs.items():
@@ -104,9 +120,9 @@ def check_case(infer, session, rounded, label, path, inputs, case_dir, device):
         np.save(input_paths[name], array)
     names = [o.name for o in session.get_outputs()]
     expected = dict(zip(names, session.run(None, inputs)))
-    w16 = dict(zip(names, rounded.run(None, inputs)))
+    wr = dict(zip(names, rounded_session.run(None, inputs)))
     results, problems = {}, []
-    for precision in ("fp32", "fp16"):
+    for precision in ("fp32", reduced):
         out, seconds, stderr = run_ember(infer, path, input_paths, os.path.join(case_dir, f"out_{precision}"),
                                          ["--device", device, "--precision", precision])
         if out is None:
@@ -118,20 +134,20 @@ def check_case(infer, session, rounded, label, path, inputs, case_dir, device):
             problems.append(f"{precision}: {e}")
     lines = []
     if len(results) == 2:
-        fp32, fp16 = results["fp32"][0], results["fp16"][0]
-        if all(np.array_equal(fp32[n], fp16[n]) for n in names):
-            problems.append("fp16 outputs equal the float32 ones bit for bit: --precision fp16 had no effect")
+        fp32, low = results["fp32"][0], results[reduced][0]
+        if all(np.array_equal(fp32[n], low[n]) for n in names):
+            problems.append(f"{reduced} outputs equal the float32 ones bit for bit: --precision {reduced} had no effect")
         for n in names:
-            if fp16[n].dtype != expected[n].dtype or fp16[n].shape != expected[n].shape:
-                problems.append(f"{n}: {fp16[n].dtype} {list(fp16[n].shape)}, expected "
+            if low[n].dtype != expected[n].dtype or low[n].shape != expected[n].shape:
+                problems.append(f"{n}: {low[n].dtype} {list(low[n].shape)}, expected "
                                 f"{expected[n].dtype} {list(expected[n].shape)}")
                 continue
-            err = scale_error(fp16[n], expected[n])
-            lines.append(f"{n:<18} scale {err:.2e}  metric {cm.relative_error(fp16[n], expected[n]):.2e}  "
-                         f"w16 {cm.relative_error(w16[n], expected[n]):.2e}  "
+            err = scale_error(low[n], expected[n])
+            lines.append(f"{n:<18} scale {err:.2e}  metric {cm.relative_error(low[n], expected[n]):.2e}  "
+                         f"wr {cm.relative_error(wr[n], expected[n]):.2e}  "
                          f"fp32 {cm.relative_error(fp32[n], expected[n]):.1e}")
-            if err > SCALE_TOLERANCE:
-                problems.append(f"{n}: error {err:.3g} of the output's scale > {SCALE_TOLERANCE:g}")
+            if err > SCALE_TOLERANCE[reduced]:
+                problems.append(f"{n}: error {err:.3g} of the output's scale > {SCALE_TOLERANCE[reduced]:g}")
     times = " ".join(f"{p} {results[p][1]:5.1f}s" for p in results)
     verdict = "FAIL" if problems else "PASS"
     for i, line in enumerate(lines or ["-"]):
@@ -142,12 +158,21 @@ def check_case(infer, session, rounded, label, path, inputs, case_dir, device):
     return not problems
 
 
+def cpu_has_bf16():
+    try:
+        with open("/proc/cpuinfo") as f:
+            return any("avx512_bf16" in line.split() for line in f if line.startswith("flags"))
+    except OSError:
+        return False
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--infer", required=True, help="path to ember's infer program")
     parser.add_argument("--models-dir", default=os.path.join(cm.REPO, "build", "models"),
                         help="folder holding <model>.onnx (built there when missing)")
-    parser.add_argument("--work", default=os.path.join(cm.REPO, "build", "fp16-check"),
+    parser.add_argument("--precision", default="fp16", choices=["fp16", "bf16"])
+    parser.add_argument("--work", default=os.path.join(cm.REPO, "build", "reduced-precision-check"),
                         help="folder for inputs and outputs")
     parser.add_argument("--models", default=",".join(MODELS), help=f"subset of {','.join(MODELS)}")
     parser.add_argument("--device", default="cpu", help="ember's device: cpu, cuda, cuda:N")
@@ -161,17 +186,21 @@ def main():
     if not os.access(args.infer, os.X_OK):
         parser.error(f"--infer {args.infer}: not an executable file")
     infer = os.path.abspath(args.infer)
-    print(f"ember fp16 on {args.device} vs ONNX Runtime float32 on the CPU: PASS when "
-          f"max|a - e| / max|e| <= {SCALE_TOLERANCE:g} (scale); metric = check_models.py's, for "
-          f"ember fp16, ORT with float16-rounded weights (w16) and ember fp32; {cm.THREADS} threads",
+    if args.precision == "bf16" and args.device == "cpu" and not cpu_has_bf16():
+        print("skipped: this CPU has no AVX512_BF16 (ember refuses --precision bf16 there)")
+        return SKIP
+    p = args.precision
+    print(f"ember {p} on {args.device} vs ONNX Runtime float32 on the CPU: PASS when "
+          f"max|a - e| / max|e| <= {SCALE_TOLERANCE[p]:g} (scale); metric = check_models.py's, for "
+          f"ember {p}, ORT with {p}-rounded weights (wr) and ember fp32; {cm.THREADS} threads",
           flush=True)
     passed = failed = 0
     for name in names:
-        session = rounded = None
+        session = rounded_session = None
         for label, path, inputs, case_dir in cases(name, args.models_dir, os.path.abspath(args.work), args.cases):
             session = session or cm.ort_session(path)
-            rounded = rounded or weights_rounded_session(path)
-            if check_case(infer, session, rounded, label, path, inputs, case_dir, args.device):
+            rounded_session = rounded_session or weights_rounded_session(path, p)
+            if check_case(infer, session, rounded_session, label, path, inputs, case_dir, args.device, p):
                 passed += 1
             else:
                 failed += 1
