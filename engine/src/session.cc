@@ -191,10 +191,10 @@ Session::Session(const std::string& model_path, SessionOptions options)
   if (options.precision == "bf16") check_bf16_supported(impl_->backends.front()->device());
   impl_->graph = load_model(model_path);
   check_supported(impl_->graph, impl_->backends);
-  // Channels-last layouts are the CPU's (the CUDA convolutions pick their own), and
-  // its convolutions take float32 values (bf16 math converts inside the kernel).
-  const bool cpu_layouts = impl_->backends.front()->device().kind == DeviceKind::Cpu && options.precision != "fp16";
-  if (options.optimize) optimize_graph(impl_->graph, cpu_node_evaluator(), cpu_layouts);
+  // Channels-last layouts and strided matmul operands are the CPU kernels' (the CUDA
+  // ones pick their own), on float32 values (bf16 math converts inside the kernel).
+  const bool for_cpu = impl_->backends.front()->device().kind == DeviceKind::Cpu && options.precision != "fp16";
+  if (options.optimize) optimize_graph(impl_->graph, cpu_node_evaluator(), for_cpu);
   if (options.precision == "fp16") impl_->convert_to_half();
   bind_attributes(impl_->graph);  // after every pass: each kernel reads the final nodes
   impl_->upload_weights();

@@ -131,15 +131,18 @@ class Fuser {
 
 int fuse_bias_activation(Graph& graph) { return Fuser(graph).run(); }
 
-void optimize_graph(Graph& graph, const NodeEvaluator& evaluate, bool cpu_layouts) {
+void optimize_graph(Graph& graph, const NodeEvaluator& evaluate, bool for_cpu) {
   fold_constants(graph, evaluate);
   eliminate_dead_code(graph);
   fold_conv_batchnorm(graph);
   fuse_gelu(graph);
   sink_reshapes(graph);
-  fuse_attention(graph);
+  // The CPU has no fused attention kernel: its attention is oneDNN matmuls reading
+  // strided operands (fold_matmul_transposes), faster than a fused loop.
+  if (!for_cpu) fuse_attention(graph);
   fuse_bias_activation(graph);
-  if (cpu_layouts) plan_channels_last(graph);
+  if (for_cpu) plan_channels_last(graph);
+  if (for_cpu) fold_matmul_transposes(graph);
   fuse_elementwise(graph);  // after the GEMM/conv epilogues have taken what they can
   eliminate_dead_code(graph);
 }

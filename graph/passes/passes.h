@@ -34,6 +34,9 @@ int sink_reshapes(Graph& graph);
 // com.ember FusedConv / FusedMatMul / FusedGemm, each carrying its unfused
 // decomposition so the planner can fall back to it where the fused kernel cannot run.
 int fuse_bias_activation(Graph& graph);
+// Transposes feeding a MatMul, or reading its output alone, become strides of a
+// com.ember FusedMatMul (perm_a, perm_b, perm_y), with its decomposition.
+int fold_matmul_transposes(Graph& graph);
 // MatMul(Q, Kt) -> scale -> mask -> Softmax -> MatMul(., V) becomes com.ember ScaledDotProductAttention (with its decomposition).
 int fuse_attention(Graph& graph);
 
@@ -48,10 +51,12 @@ int fuse_elementwise(Graph& graph);
 // between transposes. Returns how many nodes went channels-last.
 int plan_channels_last(Graph& graph);
 
-// All of the above in order; `evaluate` folds constants. `cpu_layouts`: the graph runs
-// on the CPU in float32, so plan_channels_last runs too (after the conv fusions, before
-// the elementwise regions form).
-void optimize_graph(Graph& graph, const NodeEvaluator& evaluate, bool cpu_layouts = false);
+// All of the above in order; `evaluate` folds constants. `for_cpu`: the graph runs on
+// the CPU with float32 values, so the passes only its kernels follow run too
+// (plan_channels_last after the conv fusions, before the elementwise regions form;
+// fold_matmul_transposes), and fuse_attention does not (the CPU has no fused
+// attention kernel).
+void optimize_graph(Graph& graph, const NodeEvaluator& evaluate, bool for_cpu = false);
 
 // The attribute holding a fused node's original nodes.
 inline constexpr const char* kDecompositionAttribute = "decomposition";

@@ -97,8 +97,24 @@ std::vector<TensorType> infer_nhwc_global_pool(const InferContext& ctx) {
   return {{ctx.input(0).dtype, y}};
 }
 
+// `shape` permuted by the node's `attribute` (FusedMatMul's perm_a / perm_b / perm_y:
+// a transpose folded into the product), or as it is when the node has none.
+Shape permuted_by(const InferContext& ctx, const char* attribute, const Shape& shape) {
+  if (!ctx.node.attributes.has(attribute)) return shape;
+  const std::vector<int64_t> perm = ctx.node.attributes.get_ints(attribute);
+  std::vector<bool> seen(shape.size(), false);
+  Shape out;
+  for (int64_t p : perm) {
+    if (perm.size() != shape.size() || p < 0 || p >= static_cast<int64_t>(shape.size()) || seen[p])
+      ctx.fail(std::string(attribute) + " is not a permutation of " + std::to_string(shape.size()) + " dims");
+    seen[p] = true;
+    out.push_back(shape[p]);
+  }
+  return out;
+}
+
 std::vector<TensorType> infer_matmul(const InferContext& ctx) {
-  Shape a = ctx.input(0).shape, b = ctx.input(1).shape;
+  Shape a = permuted_by(ctx, "perm_a", ctx.input(0).shape), b = permuted_by(ctx, "perm_b", ctx.input(1).shape);
   if (a.empty() || b.empty()) ctx.fail("MatMul operands must have rank 1 or more");
   const bool a_vec = a.size() == 1, b_vec = b.size() == 1;
   if (a_vec) a.insert(a.begin(), 1);
@@ -113,7 +129,7 @@ std::vector<TensorType> infer_matmul(const InferContext& ctx) {
   if (ctx.has_input(2) && (b_vec || ctx.input(2).shape != Shape{b.back()}))  // FusedMatMul bias
     ctx.fail("bias must have shape [N] = [" + std::to_string(b.back()) + "], got " +
              shape_to_string(ctx.input(2).shape));
-  return {{ctx.input(0).dtype, y}};
+  return {{ctx.input(0).dtype, permuted_by(ctx, "perm_y", y)}};
 }
 
 std::vector<TensorType> infer_gemm(const InferContext& ctx) {

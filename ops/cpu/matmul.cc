@@ -69,32 +69,80 @@ bool float_inputs(const KernelInit& init, std::string* why_not) {
   return true;
 }
 
+// A MatMul operand or result as oneDNN reads it: dims and element strides.
+struct StridedDims {
+  Shape dims, strides;
+  memory::desc desc() const { return {to_dnnl_dims(dims), memory::data_type::f32, to_dnnl_dims(strides)}; }
+};
+
+Shape row_major_strides(const Shape& shape) {
+  Shape strides(shape.size(), 1);
+  for (size_t i = shape.size(); i-- > 1;) strides[i - 1] = strides[i] * shape[i];
+  return strides;
+}
+
+// A tensor stored row-major in `stored` shape, read as Transpose(tensor, perm) (a
+// FusedMatMul's perm_a / perm_b; empty: as stored).
+StridedDims read_through(const Shape& stored, const std::vector<int64_t>& perm) {
+  const Shape strides = row_major_strides(stored);
+  if (perm.empty()) return {stored, strides};
+  StridedDims v;
+  for (int64_t p : perm) v.dims.push_back(stored[p]), v.strides.push_back(strides[p]);
+  return v;
+}
+
+// A product of dims `product` written as Transpose(product, perm) in row-major memory
+// (perm_y; empty: as it is).
+StridedDims written_through(const Shape& product, const std::vector<int64_t>& perm) {
+  if (perm.empty()) return {product, row_major_strides(product)};
+  Shape stored;
+  for (int64_t p : perm) stored.push_back(product[p]);
+  const Shape stored_strides = row_major_strides(stored);
+  StridedDims v{product, Shape(product.size())};
+  for (size_t j = 0; j < perm.size(); ++j) v.strides[perm[j]] = stored_strides[j];
+  return v;
+}
+
+// Leading unit dims up to `rank` (their stride is never stepped).
+void pad_rank(StridedDims& v, size_t rank) {
+  const int64_t outer = v.dims.empty() ? 1 : v.dims[0] * v.strides[0];
+  v.dims.insert(v.dims.begin(), rank - v.dims.size(), 1);
+  v.strides.insert(v.strides.begin(), rank - v.strides.size(), outer);
+}
+
 // MatMul with numpy semantics: 1-D operands gain a unit dim that the output drops;
-// batch dims broadcast. A 2-D B folds A's batch into M: one large GEMM.
+// batch dims broadcast. A 2-D B folds a row-major A's batch into M: one large GEMM.
+// FusedMatMul's perm_a / perm_b / perm_y (transposes folded in by
+// graph/passes/fold_matmul_transposes.cc) become strides.
 class MatMulKernel final : public Kernel {
  public:
   MatMulKernel(KernelInit& init, const ew::Activation& act) : activation_(act) {
-    Shape a = init.inputs[0].shape, b = init.inputs[1].shape;
-    if (a.size() == 1) a.insert(a.begin(), 1);
-    if (b.size() == 1) b.push_back(1);
-    const int64_t k = a.back(), n = b.back();
-    if (b.size() == 2) {
-      a = {shape_numel(a) / k, k};
+    const auto& at = init.node.attributes;
+    const std::vector<int64_t> perm_y = at.get_ints_or("perm_y", {});
+    StridedDims a = read_through(init.inputs[0].shape, at.get_ints_or("perm_a", {}));
+    StridedDims b = read_through(init.inputs[1].shape, at.get_ints_or("perm_b", {}));
+    if (a.dims.size() == 1) a = {{1, a.dims[0]}, {a.dims[0], 1}};
+    if (b.dims.size() == 1) b = {{b.dims[0], 1}, {1, 1}};
+    const int64_t k = a.dims.back(), n = b.dims.back();
+    const bool a_row_major = a.strides == row_major_strides(a.dims);
+    if (b.dims.size() == 2 && a_row_major && perm_y.empty()) {
+      a = read_through({shape_numel(a.dims) / k, k}, {});
     } else {
-      const size_t rank = std::max(a.size(), b.size());
-      a.insert(a.begin(), rank - a.size(), 1);
-      b.insert(b.begin(), rank - b.size(), 1);
+      const size_t rank = std::max(a.dims.size(), b.dims.size());
+      pad_rank(a, rank);
+      pad_rank(b, rank);
     }
-    Shape c(a.begin(), a.end() - 2);
-    for (size_t i = 0; i < c.size(); ++i) c[i] = std::max(a[i], b[i]);
-    c.insert(c.end(), {a[a.size() - 2], n});
+    Shape c(a.dims.begin(), a.dims.end() - 2);
+    for (size_t i = 0; i < c.size(); ++i) c[i] = std::max(a.dims[i], b.dims[i]);
+    c.insert(c.end(), {a.dims[a.dims.size() - 2], n});
     has_bias_ = init.inputs.size() > 2 && init.inputs[2].present();
     Shape bias(c.size(), 1);
     bias.back() = n;
     dnnl::post_ops ops;
     activation_.append_to(ops);
-    mm_.build(init, plain_f32_desc(a), plain_f32_desc(b), has_bias_ ? plain_f32_desc(bias) : memory::desc(),
-              plain_f32_desc(c), make_dnnl_attr(ops), b.size() == 2 ? init.values[1] : nullptr);
+    mm_.build(init, a.desc(), b.desc(), has_bias_ ? plain_f32_desc(bias) : memory::desc(),
+              written_through(c, perm_y).desc(), make_dnnl_attr(ops),
+              b.dims.size() == 2 ? init.values[1] : nullptr);
     init.workspace_bytes = mm_.workspace_bytes();
   }
 

@@ -250,6 +250,11 @@ class MatMulKernel final : public Kernel {
 };
 
 std::unique_ptr<Kernel> make_matmul(KernelInit& init, std::string* why_not) {
+  for (const char* perm : {"perm_a", "perm_b", "perm_y"})
+    if (init.node.attributes.has(perm)) {
+      *why_not = std::string("strided operands (") + perm + ") are read by the CPU kernel only";
+      return nullptr;
+    }
   if (!same_float_inputs(init, why_not)) return nullptr;
   cuda::Activation act;
   if (!fused_activation_of(init.node, &act, why_not)) return nullptr;

@@ -146,6 +146,61 @@ TEST(FusedGemm, EveryActivation) {
   }
 }
 
+// numpy.transpose(t, perm) by loops.
+Tensor transposed(const Tensor& t, const std::vector<int64_t>& perm) {
+  Shape out_shape;
+  for (int64_t p : perm) out_shape.push_back(t.shape()[p]);
+  Tensor out(DType::Float32, out_shape);
+  const size_t rank = perm.size();
+  Shape in_strides(rank, 1);
+  for (size_t i = rank; i-- > 1;) in_strides[i - 1] = in_strides[i] * t.shape()[i];
+  Shape index(rank, 0);
+  for (int64_t flat = 0; flat < out.numel(); ++flat) {
+    int64_t from = 0;
+    for (size_t d = 0; d < rank; ++d) from += index[d] * in_strides[perm[d]];
+    out.data_as<float>()[flat] = t.data_as<float>()[from];
+    for (size_t d = rank; d-- > 0;)
+      if (++index[d] < out_shape[d]) break;
+      else index[d] = 0;
+  }
+  return out;
+}
+
+// FusedMatMul reading its operands through perm_a / perm_b and writing through perm_y
+// (graph/passes/fold_matmul_transposes.cc) computes Transpose(MatMul(Transpose(A),
+// Transpose(B))). Attention's shapes: heads split from [B, S, H, D], K transposed,
+// the product written back as [B, S, H, D]; and a 2-D B behind a 3-D strided A.
+TEST(FusedMatMul, StridedOperandsAndOutput) {
+  struct Case {
+    Shape a, b;
+    std::vector<int64_t> perm_a, perm_b, perm_y;
+  };
+  const std::vector<Case> cases = {
+      {{2, 5, 3, 4}, {2, 6, 3, 4}, {0, 2, 1, 3}, {0, 2, 3, 1}, {}},
+      {{2, 3, 5, 6}, {2, 6, 3, 4}, {}, {0, 2, 1, 3}, {0, 2, 1, 3}},
+      {{5, 2, 7}, {7, 4}, {1, 0, 2}, {}, {1, 0, 2}},
+      {{7, 5}, {3, 7, 4}, {1, 0}, {}, {}},
+  };
+  uint32_t seed = 91;
+  for (const Case& c : cases) {
+    const Tensor a = random_floats(c.a, seed++), b = random_floats(c.b, seed++);
+    Node node = make_node("FusedMatMul", 2, 1, {}, "com.ember");
+    if (!c.perm_a.empty()) node.attributes.set_ints("perm_a", c.perm_a);
+    if (!c.perm_b.empty()) node.attributes.set_ints("perm_b", c.perm_b);
+    if (!c.perm_y.empty()) node.attributes.set_ints("perm_y", c.perm_y);
+    const Tensor ta = c.perm_a.empty() ? a : transposed(a, c.perm_a);
+    const Tensor tb = c.perm_b.empty() ? b : transposed(b, c.perm_b);
+    const auto product = run_node(make_node("MatMul", 2), 13, {&ta, &tb});  // checked above
+    const Tensor want = c.perm_y.empty() ? product[0] : transposed(product[0], c.perm_y);
+    SCOPED_TRACE("A " + shape_to_string(c.a) + ", B " + shape_to_string(c.b));
+    for (bool constant : {true, false}) {
+      const auto y = constant ? run_node(node, 1, {&a, &b}) : run_node_runtime_inputs(node, 1, {&a, &b});
+      ASSERT_EQ(y[0].shape(), want.shape());
+      expect_close(y[0], values_of(want), kRtol, kAtol);
+    }
+  }
+}
+
 // --precision bf16 (DenseMath::BFloat16): operands rounded to bfloat16, products
 // accumulated in float32. Against the loops on the rounded operands the tolerance is
 // float32's (kRtol); against the unrounded ones the result must differ by more than
