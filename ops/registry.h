@@ -22,6 +22,10 @@ struct KernelFlags {
   // body tells); such nodes always run eagerly, and their schema raises
   // DataDependentShape so the planner sends them there.
   bool sizes_own_outputs = false;
+  // Output 0 may be written over input `overwrites_input` (a fused residual sum) when
+  // this node is that value's last reader: the planner then gives both the same bytes
+  // and the kernel skips copying the residual into the output. -1: never.
+  int overwrites_input = -1;
 };
 
 struct KernelEntry {

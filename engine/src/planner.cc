@@ -49,7 +49,9 @@ class PlanBuilder {
   PlanBuilder(const Graph& graph, std::span<Backend* const> backends, WeightCache& weights,
               const PlannerOptions& options)
       : graph_(graph), backends_(backends), weights_(weights), options_(options),
-        plan_(std::make_unique<Plan>()) {}
+        plan_(std::make_unique<Plan>()) {
+    count_readers();
+  }
 
   std::unique_ptr<Plan> build(std::span<const Shape> input_shapes) {
     plan_->input_shapes.assign(input_shapes.begin(), input_shapes.end());
@@ -359,6 +361,9 @@ class PlanBuilder {
       out_ids.push_back(id);
     }
     if (alias) return;  // no step: the output is the input's bytes, reinterpreted
+    const int over = choice.entry->flags.overwrites_input;
+    if (over >= 0 && static_cast<size_t>(over) < in_ids.size() && can_overwrite(node, over, in_ids[over], out_ids))
+      plan_->values[out_ids[0]].alias_of = in_ids[over];
 
     PlannedStep step;
     step.node_label = node.label();
@@ -372,6 +377,37 @@ class PlanBuilder {
     step.outputs = std::move(out_ids);
     step.workspace_bytes = choice.workspace;
     plan_->steps.push_back(std::move(step));
+  }
+
+  // How many node inputs read each value; in a graph with subgraphs (which read the
+  // enclosing scope by name; a fused node's decomposition reads only its own inputs)
+  // none is counted and nothing is overwritten.
+  void count_readers() {
+    for (const Node& node : graph_.nodes)
+      for (const auto& [name, a] : node.attributes.all())
+        if (name != kDecompositionAttribute && (a.g || !a.graphs.empty())) return;
+    for (const Node& node : graph_.nodes)
+      for (const std::string& name : node.inputs)
+        if (!name.empty()) ++readers_[name];
+    readers_counted_ = true;
+  }
+
+  // Output 0 of `node` may take the bytes of its input `k` (value `in`): the node is its
+  // only reader, it is an arena value of its own (no view, not the caller's input or a
+  // graph output), and it has the output's type.
+  bool can_overwrite(const Node& node, size_t k, int in, const std::vector<int>& out_ids) const {
+    if (!readers_counted_ || in < 0 || out_ids.empty() || out_ids[0] < 0) return false;
+    auto it = readers_.find(node.inputs[k]);
+    if (it == readers_.end() || it->second != 1 || is_graph_output(node.inputs[k]) || is_graph_output(node.outputs[0]))
+      return false;
+    const PlannedValue& v = plan_->values[in];
+    const PlannedValue& y = plan_->values[out_ids[0]];
+    if (v.storage != Storage::Arena || v.alias_of >= 0 || !(v.device == y.device) || v.type.dtype != y.type.dtype ||
+        v.type.shape != y.type.shape)
+      return false;
+    for (const PlannedValue& other : plan_->values)
+      if (other.alias_of == in) return false;  // a view of it lives on
+    return true;
   }
 
   bool is_graph_output(const std::string& name) const {
@@ -483,6 +519,8 @@ class PlanBuilder {
   std::unordered_map<std::string, int> ids_;
   std::map<std::pair<int, std::string>, int> moved_;
   std::unordered_set<std::string> eager_values_, pinned_;
+  std::unordered_map<std::string, int> readers_;
+  bool readers_counted_ = false;
 };
 
 }  // namespace

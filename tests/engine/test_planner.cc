@@ -86,6 +86,16 @@ std::unique_ptr<Kernel> make_take(KernelInit&, std::string*) {
 EMBER_SCHEMA("Take", kDomain, infer_take);
 EMBER_KERNEL("Take", kDomain, 1, kMaxOpset, DeviceKind::Cpu, make_take);
 
+// y = x + r, written over r where r dies here (as FusedConv's residual sum).
+void add_into(const RunArgs& a) {
+  for (int64_t i = 0; i < a.inputs[0]->numel(); ++i)
+    a.outputs[0]->data_as<float>()[i] = a.inputs[0]->data_as<float>()[i] + a.inputs[1]->data_as<float>()[i];
+}
+std::unique_ptr<Kernel> make_add_into(KernelInit&, std::string*) { return std::make_unique<FunctionKernel>(&add_into); }
+EMBER_SCHEMA("AddInto", kDomain, infer_same_as_input0);
+EMBER_KERNEL_FLAGS("AddInto", kDomain, 1, kMaxOpset, DeviceKind::Cpu, make_add_into,
+                   KernelFlags{.overwrites_input = 1});
+
 Node node(const char* op, std::vector<std::string> in, std::string out) {
   Node n;
   n.name = out + "_node";
@@ -286,6 +296,49 @@ TEST(Planner, ArenaValuesLiveAtTheSameTimeDoNotOverlap) {
           << a.name << " and " << b.name << " share bytes while both alive";
     }
   EXPECT_GT(plan->arena_size(Device{DeviceKind::Test, 0}), 0u);
+}
+
+// x -> Scale2 -> a, x -> AddOne -> r, AddInto(a, r) -> s -> Scale2 -> y; with
+// `r_read_later`, AddOne(r) -> z as well.
+Graph add_into_graph(bool r_read_later) {
+  Graph g;
+  g.opset_imports[kDomain] = 1;
+  g.inputs.push_back({"x", DType::Float32, {{-1, "n"}}, true});
+  g.nodes = {node("Scale2", {"x"}, "a"), node("AddOne", {"x"}, "r"), node("AddInto", {"a", "r"}, "s"),
+             node("Scale2", {"s"}, "y")};
+  g.outputs.push_back({"y", DType::Float32, {}, false});
+  if (r_read_later) {
+    g.nodes.push_back(node("AddOne", {"r"}, "z"));
+    g.outputs.push_back({"z", DType::Float32, {}, false});
+  }
+  return g;
+}
+
+TEST(Planner, AnOutputTakesTheBytesOfAnInputThatDiesAtItsNode) {
+  Fixture f;
+  const std::vector<Backend*> cpu_only{f.cpu.get()};
+  for (bool r_read_later : {false, true}) {
+    SCOPED_TRACE(r_read_later ? "r read later" : "r dies at AddInto");
+    auto plan = build_plan(add_into_graph(r_read_later), std::vector<Shape>{{5}}, cpu_only, f.weights, {});
+    const PlannedValue *r = nullptr, *s = nullptr;
+    for (const PlannedValue& v : plan->values) {
+      if (v.name == "r") r = &v;
+      if (v.name == "s") s = &v;
+    }
+    ASSERT_TRUE(r && s);
+    EXPECT_EQ(s->offset == r->offset, !r_read_later);
+    Tensor x(DType::Float32, {5});
+    for (int i = 0; i < 5; ++i) x.data_as<float>()[i] = 0.5f * i - 1;
+    std::vector<Tensor> outs;
+    for (size_t i = 0; i < plan->output_values.size(); ++i) outs.emplace_back(DType::Float32, Shape{5});
+    RunContext ctx(cpu_only);
+    ctx.run(*plan, std::span<const Tensor>(&x, 1), outs, RunSettings{});
+    for (int i = 0; i < 5; ++i) {
+      const float xi = x.data_as<float>()[i];
+      EXPECT_FLOAT_EQ(outs[0].data_as<float>()[i], 2 * (2 * xi + xi + 1));
+      if (r_read_later) EXPECT_FLOAT_EQ(outs[1].data_as<float>()[i], xi + 2) << "r was overwritten";
+    }
+  }
 }
 
 TEST(Executor, SteadyStateRunAllocatesNothing) {
