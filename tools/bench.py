@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Latency and throughput of ember's `infer` beside ONNX Runtime on the same machine.
 
-    bench.py --infer PATH [--models resnet50,mobilenetv2,mobilenetv3,convnext,bert,gpt2] [--batches 1,8]
+    bench.py --infer PATH [--models resnet50,mobilenetv2,mobilenetv3,convnext,bert,gpt2,llama] [--batches 1,8]
              [--threads N] [--seq 128] [--precisions fp32,bf16] [--repeat R] [--work DIR]
              [--build-type TYPE] [FILE.onnx ... --dims batch=8,sequence=128]
 
@@ -186,7 +186,7 @@ def builder_case(args, name, batch):
     path = os.path.join(args.work, f"{name}.onnx")
     module.build(path)
     inputs = module.make_inputs(batch, args.seq, np.random.default_rng(SEED + batch))
-    label = name + (f" (seq {args.seq})" if name in ("bert", "gpt2") else "")
+    label = name + (f" (seq {args.seq})" if name in ("bert", "gpt2", "llama") else "")
     return label, path, inputs, os.path.join(args.work, "bench", f"{name}_b{batch}")
 
 
@@ -219,7 +219,7 @@ def main():
     parser.add_argument("--int-high", type=int, default=100, help="integer inputs of the files lie in [0, this)")
     parser.add_argument("--batches", default="1,8")
     parser.add_argument("--threads", type=int, default=os.cpu_count())
-    parser.add_argument("--seq", type=int, default=128, help="sequence length for bert, gpt2")
+    parser.add_argument("--seq", type=int, default=128, help="sequence length for bert, gpt2, llama")
     parser.add_argument("--repeat", type=int, default=None,
                         help=f"timed runs (default: ~{TIME_BUDGET_S:g} s of ORT time, "
                              f"{MIN_REPEAT} to {MAX_REPEAT})")
@@ -235,7 +235,7 @@ def main():
     args.infer = os.path.abspath(args.infer)
     args.work = os.path.abspath(args.work)
     if args.models is None:
-        args.models = "" if args.files else "resnet50,mobilenetv2,mobilenetv3,convnext,bert,gpt2"
+        args.models = "" if args.files else "resnet50,mobilenetv2,mobilenetv3,convnext,bert,gpt2,llama"
     models = [m for m in args.models.split(",") if m]
     batches = [int(b) for b in args.batches.split(",") if b]
     args.precisions = [p for p in args.precisions.split(",") if p]

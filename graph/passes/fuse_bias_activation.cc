@@ -63,6 +63,29 @@ class Fuser {
     return consumers_.single_reader(value) ? consumers_.of(value)[0] : -1;
   }
 
+  // SiLU as exporters write it, x * Sigmoid(x) with x read by those two nodes alone
+  // (Llama's gated MLP, EfficientNet's convs): the table's Swish with alpha 1.
+  bool silu_of(const std::string& x, int* sigmoid, int* mul) const {
+    const std::vector<int>& readers = consumers_.of(x);
+    if (readers.size() != 2) return false;
+    for (int k : {0, 1}) {
+      const int s = readers[k], m = readers[1 - k];
+      if (s < 0 || m < 0) return false;
+      const Node& sn = graph_.nodes[s];
+      const Node& mn = graph_.nodes[m];
+      if (sn.op_type != "Sigmoid" || !sn.domain.empty() || mn.op_type != "Mul" || !mn.domain.empty()) continue;
+      const std::string& y = sn.outputs[0];
+      const bool reads_both = mn.inputs.size() == 2 && ((mn.inputs[0] == x && mn.inputs[1] == y) ||
+                                                        (mn.inputs[0] == y && mn.inputs[1] == x));
+      if (reads_both && consumers_.single_reader(y)) {
+        *sigmoid = s;
+        *mul = m;
+        return true;
+      }
+    }
+    return false;
+  }
+
   // A MatMul bias: a float constant [N] or [1, ..., N] matching B's last dim.
   bool is_bias_for(const Node& matmul, const std::string& value) const {
     auto b = graph_.initializers.find(matmul.inputs[1]);
@@ -111,6 +134,11 @@ class Fuser {
       out = graph_.nodes[n].outputs[0];
       f.fused.attributes.set_string("activation", activation);
       f.fused.attributes.set_floats("activation_params", params);
+    } else if (int sigmoid, mul; silu_of(out, &sigmoid, &mul)) {
+      f.nodes.insert(f.nodes.end(), {sigmoid, mul});
+      out = graph_.nodes[mul].outputs[0];
+      f.fused.attributes.set_string("activation", "Swish");
+      f.fused.attributes.set_floats("activation_params", {1.f});
     }
     if (f.nodes.size() == 1) return;
     for (int k : f.nodes)

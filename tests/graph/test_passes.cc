@@ -266,6 +266,31 @@ TEST(Passes, AnActivationAfterAReshapeFusesIntoTheGemmBeforeIt) {
   expect_close(run_node_by_node(g, in)[0], before[0], 1e-5f);
 }
 
+// SiLU written out (x * Sigmoid(x)) after a MatMul + bias fuses as the table's Swish
+// with alpha 1 (the same code path as a Conv's); a Sigmoid read elsewhere too stays.
+TEST(Passes, SiluAfterAMatMulFusesAsSwish) {
+  std::mt19937 rng(10);
+  Graph g = base_graph({3, 8});
+  g.initializers["w"] = random_tensor({8, 16}, rng);
+  g.initializers["bias"] = random_tensor({16}, rng);
+  g.nodes = {make_node("MatMul", {"x", "w"}, {"m"}), make_node("Add", {"m", "bias"}, {"h"}),
+             make_node("Sigmoid", {"h"}, {"s"}), make_node("Mul", {"s", "h"}, {"y"})};
+  g.outputs.push_back({"y", DType::Float32, {}, false});
+  const std::vector<Tensor> in = {random_tensor({3, 8}, rng, -4, 4)};
+  const auto before = run_node_by_node(g, in);
+  Graph fused = g;
+  optimize_graph(fused, cpu_node_evaluator());
+  ASSERT_EQ(fused.nodes.size(), 1u);
+  EXPECT_EQ(fused.nodes[0].op_type, "FusedMatMul");
+  EXPECT_EQ(fused.nodes[0].attributes.get_string("activation"), "Swish");
+  expect_close(run_node_by_node(fused, in)[0], before[0], 1e-5f);
+
+  g.outputs.push_back({"s", DType::Float32, {}, false});  // the gate is read outside
+  optimize_graph(g, cpu_node_evaluator());
+  EXPECT_EQ(count_ops(g, "Sigmoid") + count_ops(g, "FusedElementwise"), 1);
+  for (const Node& n : g.nodes) EXPECT_NE(n.attributes.get_string_or("activation", ""), "Swish");
+}
+
 // The tanh form after MatMul + bias fuses on into FusedMatMul as GeluTanh, not Gelu.
 TEST(Passes, MatMulBiasTanhGeluFusesAsGeluTanhWithTheSameResult) {
   std::mt19937 rng(8);

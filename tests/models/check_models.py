@@ -36,6 +36,11 @@ sys.path.insert(0, os.path.join(REPO, "models"))
 
 TOLERANCE = 1e-4
 TRANSFORMER_TOLERANCE = 2e-4
+# The Llama-style decoder sits closer to float32's noise floor: ONNX Runtime itself is
+# 8.8e-5 off the same model run in float64 (batch 1, seq 37), ember 1.7e-4 (its unary
+# ops, ReduceMean and Softmax each measure within ORT's own error alone; where the
+# extra comes from is not yet found). 5e-4 is 3x what ember measures.
+MODEL_TOLERANCE = {"llama": 5e-4}
 # On a GPU (float32, TF32 off) summation orders differ from the CPU's far more (cuBLAS
 # and cuDNN split K their own way): the issue's bound is 1e-3.
 GPU_TOLERANCE = 1e-3
@@ -45,7 +50,7 @@ GPU_TOLERANCE = 1e-3
 # metric; measured on the CPU: 4.6e-4 ResNet-50 .. 2.6e-3 BERT of the scale).
 FP16_TOLERANCE = 1e-2
 SCALE_METRIC = False  # set by --precision fp16
-TRANSFORMERS = ("bert", "gpt2")
+TRANSFORMERS = ("bert", "gpt2", "llama")
 FLOOR_FRACTION = 1e-2
 THREADS = 2
 SEED = 1234
@@ -55,7 +60,7 @@ IMAGE_CASES = [(1, None), (2, None)]
 TEXT_CASES = [(1, 128), (2, 128), (1, 37), (2, 37)]
 MODELS = {"default": IMAGE_CASES, "resnet50": IMAGE_CASES, "mobilenetv2": IMAGE_CASES, "mobilenetv3": IMAGE_CASES,
           "convnext": IMAGE_CASES,
-          "bert": TEXT_CASES, "gpt2": TEXT_CASES}
+          "bert": TEXT_CASES, "gpt2": TEXT_CASES, "llama": TEXT_CASES}
 INFER_TIMEOUT_S = 300
 
 
@@ -210,7 +215,7 @@ def main():
             return FP16_TOLERANCE
         if args.device != "cpu":
             return GPU_TOLERANCE
-        return TRANSFORMER_TOLERANCE if name in TRANSFORMERS else TOLERANCE
+        return MODEL_TOLERANCE.get(name, TRANSFORMER_TOLERANCE if name in TRANSFORMERS else TOLERANCE)
 
     print(f"ember on {args.device} ({args.precision}) vs ONNX Runtime on the CPU (float32); "
           + ("metric: max |ember - ort| / max |ort| <= " if SCALE_METRIC else
