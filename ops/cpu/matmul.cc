@@ -1,4 +1,5 @@
 // MatMul, Gemm and their com.ember fused forms (bias, activation) on oneDNN's matmul.
+#include "graph/schemas/shape_util.h"
 #include "ops/cpu/dnnl_util.h"
 #include "ops/cpu/parallel.h"
 #include "ops/registry.h"
@@ -75,16 +76,10 @@ struct StridedDims {
   memory::desc desc() const { return {to_dnnl_dims(dims), memory::data_type::f32, to_dnnl_dims(strides)}; }
 };
 
-Shape row_major_strides(const Shape& shape) {
-  Shape strides(shape.size(), 1);
-  for (size_t i = shape.size(); i-- > 1;) strides[i - 1] = strides[i] * shape[i];
-  return strides;
-}
-
 // A tensor stored row-major in `stored` shape, read as Transpose(tensor, perm) (a
 // FusedMatMul's perm_a / perm_b; empty: as stored).
 StridedDims read_through(const Shape& stored, const std::vector<int64_t>& perm) {
-  const Shape strides = row_major_strides(stored);
+  const Shape strides = contiguous_strides(stored);
   if (perm.empty()) return {stored, strides};
   StridedDims v;
   for (int64_t p : perm) v.dims.push_back(stored[p]), v.strides.push_back(strides[p]);
@@ -94,10 +89,10 @@ StridedDims read_through(const Shape& stored, const std::vector<int64_t>& perm) 
 // A product of dims `product` written as Transpose(product, perm) in row-major memory
 // (perm_y; empty: as it is).
 StridedDims written_through(const Shape& product, const std::vector<int64_t>& perm) {
-  if (perm.empty()) return {product, row_major_strides(product)};
+  if (perm.empty()) return {product, contiguous_strides(product)};
   Shape stored;
   for (int64_t p : perm) stored.push_back(product[p]);
-  const Shape stored_strides = row_major_strides(stored);
+  const Shape stored_strides = contiguous_strides(stored);
   StridedDims v{product, Shape(product.size())};
   for (size_t j = 0; j < perm.size(); ++j) v.strides[perm[j]] = stored_strides[j];
   return v;
@@ -124,7 +119,7 @@ class MatMulKernel final : public Kernel {
     if (a.dims.size() == 1) a = {{1, a.dims[0]}, {a.dims[0], 1}};
     if (b.dims.size() == 1) b = {{b.dims[0], 1}, {1, 1}};
     const int64_t k = a.dims.back(), n = b.dims.back();
-    const bool a_row_major = a.strides == row_major_strides(a.dims);
+    const bool a_row_major = a.strides == contiguous_strides(a.dims);
     if (b.dims.size() == 2 && a_row_major && perm_y.empty()) {
       a = read_through({shape_numel(a.dims) / k, k}, {});
     } else {
