@@ -115,4 +115,28 @@ void topological_sort(Graph& graph, const std::unordered_set<std::string>& outer
       throw Error("graph output '" + out.name + "' is produced by no node");
 }
 
+void collect_outer_reads(const Graph& g, std::set<std::string>& reads, std::set<std::string>& defined) {
+  for (const auto& in : g.inputs) defined.insert(in.name);
+  for (const auto& [name, _] : g.initializers) defined.insert(name);
+  for (const Node& n : g.nodes) {
+    for (const auto& in : n.inputs)
+      if (!in.empty()) reads.insert(in);
+    for (const auto& out : n.outputs) defined.insert(out);
+    for (const auto& [_, a] : n.attributes.all()) {
+      if (a.g) collect_outer_reads(*a.g, reads, defined);
+      for (const auto& sub : a.graphs) collect_outer_reads(*sub, reads, defined);
+    }
+  }
+  for (const auto& out : g.outputs) reads.insert(out.name);
+}
+
+std::vector<std::string> outer_names(const Graph& body) {
+  std::set<std::string> reads, defined;
+  collect_outer_reads(body, reads, defined);
+  std::vector<std::string> names;
+  for (const auto& name : reads)
+    if (!defined.count(name)) names.push_back(name);
+  return names;
+}
+
 }  // namespace ember

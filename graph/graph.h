@@ -7,6 +7,7 @@
 #include <ember/core/tensor.h>
 
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -63,5 +64,12 @@ struct Graph {
 // cycle or on a value nobody produces (naming the node and the value). A subgraph
 // passes the names its enclosing graphs define as `outer_scope`.
 void topological_sort(Graph& graph, const std::unordered_set<std::string>& outer_scope = {});
+
+// The names a subgraph (an If branch, a Loop or Scan body) reads from the graphs around
+// it, recursively through its own subgraphs: what it reads minus what it defines
+// (ONNX names are unique across scopes, so nothing shadows). The sets accumulate, so
+// several subgraphs can be collected together.
+void collect_outer_reads(const Graph& g, std::set<std::string>& reads, std::set<std::string>& defined);
+std::vector<std::string> outer_names(const Graph& body);
 
 }  // namespace ember

@@ -57,6 +57,13 @@ inline InferContext infer_context(const KernelInit& init) {
   return InferContext{init.node, init.opset, init.inputs, init.values};
 }
 
+// What one run context keeps for one kernel between runs (a kernel that runs a
+// sub-plan binds it to the context's arena once); made by Kernel::make_state.
+class KernelState {
+ public:
+  virtual ~KernelState() = default;
+};
+
 struct RunArgs {
   std::span<const Tensor* const> inputs;  // nullptr for absent optional inputs
   std::span<Tensor* const> outputs;       // preallocated, shapes already set
@@ -67,6 +74,8 @@ struct RunArgs {
   // Values by name visible to subgraphs (If/Loop/Scan bodies read the enclosing
   // scope); set when the node runs eagerly, else nullptr.
   const std::unordered_map<std::string, Tensor>* scope = nullptr;
+  // This run context's state for the kernel (Kernel::make_state); nullptr if it has none.
+  KernelState* state = nullptr;
 };
 
 class Kernel {
@@ -74,6 +83,9 @@ class Kernel {
   virtual ~Kernel() = default;
   // Must not allocate, must be safe to call from several threads at once.
   virtual void run(const RunArgs& args) const = 0;
+  // State a run context keeps for this kernel, made when the context first binds the
+  // plan (not in steady state); most kernels need none.
+  virtual std::unique_ptr<KernelState> make_state() const { return nullptr; }
 };
 
 // A kernel that is a plain function of its arguments.

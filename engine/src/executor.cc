@@ -57,25 +57,8 @@ RunContext::Binding& RunContext::bind(const Plan& plan) {
   if (it != bindings_.end()) return it->second;
 
   Binding& b = bindings_[&plan];
-  b.tensors.reserve(plan.values.size());
-  for (const PlannedValue& v : plan.values) {
-    void* data = nullptr;
-    if (v.storage == Storage::Arena) data = static_cast<char*>(arena_base(v.device, 0)) + v.offset;
-    if (v.storage == Storage::Constant) data = const_cast<void*>(v.constant->data());
-    b.tensors.push_back(Tensor::view(v.type.dtype, v.type.shape, data, v.device));
-  }
-  for (const PlannedStep& step : plan.steps) {
-    b.input_begin.push_back(b.inputs.size());
-    for (int id : step.inputs) b.inputs.push_back(id >= 0 ? &b.tensors[id] : nullptr);
-    b.output_begin.push_back(b.outputs.size());
-    for (int id : step.outputs) b.outputs.push_back(id >= 0 ? &b.tensors[id] : nullptr);
-    b.workspace.push_back(step.workspace_bytes
-                              ? static_cast<char*>(arena_base(step.device, 0)) + step.workspace_offset
-                              : nullptr);
-    b.stream.push_back(arena_for(step.device).stream.get());
-  }
-  b.input_begin.push_back(b.inputs.size());
-  b.output_begin.push_back(b.outputs.size());
+  b.bound = std::make_unique<PlanBinding>(
+      plan, [&](Device d) { return arena_base(d, 0); }, [&](Device d) { return arena_for(d).stream.get(); });
   find_segments(plan, b);
   return b;
 }
@@ -85,7 +68,7 @@ RunContext::Binding& RunContext::bind(const Plan& plan) {
 void RunContext::find_segments(const Plan& plan, Binding& b) {
   auto capturable = [&](size_t s) {
     const PlannedStep& step = plan.steps[s];
-    if (!b.stream[s]->can_capture()) return false;
+    if (!b.bound->stream(s)->can_capture()) return false;
     for (const auto* ids : {&step.inputs, &step.outputs})
       for (int id : *ids)
         if (id >= 0 && !(plan.values[id].device == step.device)) return false;
@@ -98,8 +81,8 @@ void RunContext::find_segments(const Plan& plan, Binding& b) {
     }
     Segment segment;
     segment.begin = s;
-    segment.stream = b.stream[s];
-    while (s < plan.steps.size() && capturable(s) && b.stream[s] == segment.stream) {
+    segment.stream = b.bound->stream(s);
+    while (s < plan.steps.size() && capturable(s) && b.bound->stream(s) == segment.stream) {
       for (const auto* ids : {&plan.steps[s].inputs, &plan.steps[s].outputs})
         for (int id : *ids)
           if (id >= 0 && (plan.values[id].storage == Storage::Input || plan.values[id].storage == Storage::Output))
@@ -111,30 +94,10 @@ void RunContext::find_segments(const Plan& plan, Binding& b) {
   }
 }
 
-void RunContext::run_step(const Plan& plan, Binding& b, size_t s, int num_threads) {
-  const PlannedStep& step = plan.steps[s];
-  std::span<const Tensor* const> all_inputs(b.inputs);
-  std::span<Tensor* const> all_outputs(b.outputs);
-  RunArgs args{all_inputs.subspan(b.input_begin[s], b.input_begin[s + 1] - b.input_begin[s]),
-               all_outputs.subspan(b.output_begin[s], b.output_begin[s + 1] - b.output_begin[s]),
-               b.workspace[s], num_threads, b.stream[s]->handle()};
-  try {
-    step.kernel_impl->run(args);
-  } catch (const Error& e) {
-    throw Error(step.node_label + " on " + step.device.to_string() + ": " + e.what());
-  }
-}
-
 void RunContext::run(const Plan& plan, std::span<const Tensor> inputs, std::span<Tensor> outputs,
                      const RunSettings& settings) {
   Binding& b = bind(plan);
-  for (size_t id = 0; id < plan.values.size(); ++id) {
-    const PlannedValue& v = plan.values[id];
-    if (v.storage == Storage::Input)
-      b.tensors[id].reset_view(const_cast<void*>(inputs[v.io_index].data()));
-    else if (v.storage == Storage::Output)
-      b.tensors[id].reset_view(outputs[v.io_index].data());
-  }
+  b.bound->bind_io(inputs, outputs);
 
   using Clock = std::chrono::steady_clock;
   const auto run_start = Clock::now();
@@ -145,7 +108,7 @@ void RunContext::run(const Plan& plan, std::span<const Tensor> inputs, std::span
     else if (settings.capture_graphs && !b.segments.empty())
       run_with_graphs(plan, b, settings.num_threads);
     else
-      for (size_t s = 0; s < plan.steps.size(); ++s) run_step(plan, b, s, settings.num_threads);
+      b.bound->run_all(settings.num_threads);
     for (Arena& a : arenas_) a.stream->synchronize();
   } catch (...) {
     // Leave the streams idle so the context can be used again.
@@ -175,25 +138,25 @@ void RunContext::run_with_graphs(const Plan& plan, Binding& b, int num_threads) 
   size_t next = 0;
   for (size_t s = 0; s < plan.steps.size();) {
     if (next == b.segments.size() || b.segments[next].begin != s) {
-      run_step(plan, b, s++, num_threads);
+      b.bound->run_step(s++, num_threads);
       continue;
     }
     Segment& segment = b.segments[next++];
     if (!segment.warmed_up) {
-      for (; s < segment.end; ++s) run_step(plan, b, s, num_threads);
+      for (; s < segment.end; ++s) b.bound->run_step(s, num_threads);
       segment.warmed_up = true;
       continue;
     }
     bool moved = segment.caller_pointers.size() != segment.caller_values.size();
     for (size_t k = 0; !moved && k < segment.caller_values.size(); ++k)
-      moved = segment.caller_pointers[k] != b.tensors[segment.caller_values[k]].data();
+      moved = segment.caller_pointers[k] != b.bound->tensor(segment.caller_values[k]).data();
     if (!segment.graph || moved) {
       segment.graph.reset();
       segment.stream->begin_capture();
-      for (size_t k = segment.begin; k < segment.end; ++k) run_step(plan, b, k, num_threads);
+      for (size_t k = segment.begin; k < segment.end; ++k) b.bound->run_step(k, num_threads);
       segment.graph = segment.stream->end_capture();
       segment.caller_pointers.clear();
-      for (int id : segment.caller_values) segment.caller_pointers.push_back(b.tensors[id].data());
+      for (int id : segment.caller_values) segment.caller_pointers.push_back(b.bound->tensor(id).data());
     }
     segment.graph->replay();
     s = segment.end;
@@ -219,18 +182,18 @@ void RunContext::run_profiled(const Plan& plan, Binding& b, int num_threads, Pro
     }
   for (size_t s = 0; s < plan.steps.size(); ++s) {
     Timing& t = timings[s];
-    DeviceStream* stream = b.stream[s];
+    DeviceStream* stream = b.bound->stream(s);
     if (stream->has_device_clock()) {
       t.stream = stream;
       t.before = marks[stream]++;
       t.after = marks[stream]++;
       stream->mark(t.before);
-      run_step(plan, b, s, num_threads);
+      b.bound->run_step(s, num_threads);
       stream->mark(t.after);
       continue;
     }
     const auto start = Clock::now();
-    run_step(plan, b, s, num_threads);
+    b.bound->run_step(s, num_threads);
     t.start_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(start - run_start).count();
     t.duration_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
   }
@@ -258,7 +221,7 @@ void RunContext::run_profiled(const Plan& plan, Binding& b, int num_threads, Pro
 // replace the caller's output tensors.
 void RunContext::run_eager(const Plan& plan, Binding& b, std::span<Tensor> outputs, int num_threads) {
   std::unordered_map<std::string, Tensor> env;
-  for (const auto& [name, id] : plan.eager_reads) env[name] = b.tensors[id];
+  for (const auto& [name, id] : plan.eager_reads) env[name] = b.bound->tensor(id);
   for (const auto& [node, opset] : plan.eager) {
     std::vector<const Tensor*> inputs;
     for (const auto& name : node->inputs) {

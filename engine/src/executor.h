@@ -6,6 +6,7 @@
 
 #include "engine/src/backend.h"
 #include "engine/src/plan.h"
+#include "engine/src/plan_binding.h"
 
 #include <ember/profile.h>
 
@@ -49,21 +50,15 @@ class RunContext {
     std::unique_ptr<CapturedSteps> graph;
     bool warmed_up = false;  // ran once outside a capture (libraries' lazy set-up happens there)
   };
-  // The plan's values as tensors over this context's arenas, and each step's
-  // argument arrays, built once per plan.
+  // The plan bound to this context's arenas, and its capturable segments; built once
+  // per plan.
   struct Binding {
-    std::vector<Tensor> tensors;
-    std::vector<const Tensor*> inputs;
-    std::vector<Tensor*> outputs;
-    std::vector<size_t> input_begin, output_begin;  // per step, into the arrays above
-    std::vector<void*> workspace;                    // per step
-    std::vector<DeviceStream*> stream;               // per step
+    std::unique_ptr<PlanBinding> bound;
     std::vector<Segment> segments;
   };
 
   Binding& bind(const Plan& plan);
   void find_segments(const Plan& plan, Binding& b);
-  void run_step(const Plan& plan, Binding& b, size_t s, int num_threads);
   void run_with_graphs(const Plan& plan, Binding& b, int num_threads);
   void run_profiled(const Plan& plan, Binding& b, int num_threads, Profile& profile);
   void run_eager(const Plan& plan, Binding& b, std::span<Tensor> outputs, int num_threads);

@@ -33,6 +33,8 @@ struct PlannedValue {
   int alias_of = -1;              // shares the bytes of this value (Reshape & co)
 };
 
+struct Plan;
+
 struct PlannedStep {
   std::string node_label;  // "Conv 'conv1'" or "copy 'x' cpu->cuda:0"
   std::string node_name;
@@ -44,6 +46,15 @@ struct PlannedStep {
   std::vector<int> outputs;  // value ids; -1 for an unused optional output
   size_t workspace_offset = 0;  // in the arena of `device`
   size_t workspace_bytes = 0;
+  // Plans the step runs inside its workspace (a planned If's branches), for --explain;
+  // owned by kernel_impl. A branch that cannot run at these shapes has no plan but
+  // the error it raises if taken.
+  struct Subplan {
+    std::string name;
+    const Plan* plan = nullptr;
+    std::string error;
+  };
+  std::vector<Subplan> subplans;
 };
 
 struct Plan {
@@ -69,6 +80,7 @@ struct Plan {
   };
   std::vector<EagerNode> eager;
   std::vector<std::pair<std::string, int>> eager_reads;  // planned values they read
+  std::vector<std::unique_ptr<Node>> made_nodes;  // eager nodes the planner wrote (renames)
   std::vector<bool> output_is_eager;  // per graph output: produced by an eager node
   std::vector<std::string> output_names;
   std::vector<std::string> notes;  // placement fallbacks, for --explain

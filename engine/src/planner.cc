@@ -1,6 +1,7 @@
 #include "engine/src/planner.h"
 
 #include "engine/src/memory_plan.h"
+#include "engine/src/planned_if.h"
 #include "graph/passes/graph_edit.h"
 #include "graph/passes/passes.h"
 #include "ops/evaluate.h"
@@ -9,6 +10,7 @@
 #include <ember/core/error.h>
 
 #include <algorithm>
+#include <set>
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
@@ -44,6 +46,14 @@ size_t Plan::node_steps() const {
 
 namespace {
 
+// A value of the enclosing plan that a sub-plan (an If branch) reads: known while
+// planning (a constant), or else the sub-plan's next run-time input.
+struct OuterValue {
+  std::string name;
+  TensorType type;
+  const Tensor* known = nullptr;
+};
+
 class PlanBuilder {
  public:
   PlanBuilder(const Graph& graph, std::span<Backend* const> backends, WeightCache& weights,
@@ -64,6 +74,23 @@ class PlanBuilder {
     bind_graph_outputs();
     lay_out_arenas();
     for (Backend* b : backends_) b->finish_planning();
+    return std::move(plan_);
+  }
+
+  // A plan of an If branch: `outer` are the enclosing values it reads, its outputs the
+  // branch's. It runs in its step's workspace on the host.
+  std::unique_ptr<Plan> build_branch(std::span<const OuterValue> outer) {
+    plan_->output_devices.assign(graph_.outputs.size(), Device{});
+    int next_input = 0;
+    for (const OuterValue& o : outer) {
+      const int id = new_value(o.name, o.type, Device{}, o.known ? Storage::Constant : Storage::Input);
+      if (o.known) plan_->values[id].constant = o.known;
+      else plan_->values[id].io_index = next_input++;
+      ids_[o.name] = id;
+    }
+    for (const Node& node : graph_.nodes) add_node(node);
+    bind_graph_outputs();
+    lay_out_arenas();
     return std::move(plan_);
   }
 
@@ -101,15 +128,23 @@ class PlanBuilder {
     }
   }
 
+  // The graph's initializer `name`, or one of an inlined If branch's; nullptr if none.
+  const Tensor* find_initializer(const std::string& name) const {
+    auto it = graph_.initializers.find(name);
+    if (it != graph_.initializers.end()) return &it->second;
+    for (const Graph* branch : inlined_)
+      if (auto b = branch->initializers.find(name); b != branch->initializers.end()) return &b->second;
+    return nullptr;
+  }
+
   // The value id for a name, adding initializers on first use.
   int lookup(const std::string& name) {
     auto it = ids_.find(name);
     if (it != ids_.end()) return it->second;
-    auto init = graph_.initializers.find(name);
-    if (init == graph_.initializers.end())
-      throw Error("internal: value '" + name + "' has no producer in the sorted graph");
-    int id = new_value(name, {init->second.dtype(), init->second.shape()}, Device{}, Storage::Constant);
-    plan_->values[id].constant = &init->second;
+    const Tensor* init = find_initializer(name);
+    if (!init) throw Error("internal: value '" + name + "' has no producer in the sorted graph");
+    int id = new_value(name, {init->dtype(), init->shape()}, Device{}, Storage::Constant);
+    plan_->values[id].constant = init;
     ids_[name] = id;
     return id;
   }
@@ -122,6 +157,7 @@ class PlanBuilder {
   void add_node(const Node& node) {
     const int64_t opset = graph_.opset(node.domain);
     if (!plan_->eager.empty()) return add_eager(node, opset);
+    if (node.domain.empty() && node.op_type == "If" && plan_if(node, opset)) return;
     std::vector<int> in_ids;
     std::vector<TensorType> types;
     std::vector<const Tensor*> values;
@@ -189,10 +225,138 @@ class PlanBuilder {
 
   void read_eagerly(const std::string& name) {
     if (name.empty() || eager_values_.count(name) || pinned_.count(name)) return;
-    if (!ids_.count(name) && !graph_.initializers.count(name)) return;  // a subgraph's own value
+    if (!ids_.count(name) && !find_initializer(name)) return;  // a subgraph's own value
     const int id = on_device(lookup(name), Device{});
     pinned_.insert(name);
     plan_->eager_reads.emplace_back(name, id);
+  }
+
+  // An If is planned like any node when it can be: a condition known now inlines the
+  // branch it takes; otherwise both branches become sub-plans of one step, if they
+  // plan completely and agree on their outputs. Returns false to run it eagerly.
+  bool plan_if(const Node& node, int64_t opset) {
+    const int cond = lookup(node.inputs[0]);
+    if (const Tensor* known = known_value(cond)) {
+      if (known->numel() != 1) throw Error(node.label() + ": the condition must hold one element");
+      inline_branch(node, opset, *static_cast<const uint8_t*>(known->data()) != 0);
+      return true;
+    }
+    return plan_branches(node);
+  }
+
+  void inline_branch(const Node& node, int64_t opset, bool condition) {
+    const Graph& branch = node.attributes.get_graph(condition ? "then_branch" : "else_branch");
+    if (branch.outputs.size() != node.outputs.size())
+      throw Error(node.label() + ": its branch has " + std::to_string(branch.outputs.size()) + " outputs, the If " +
+                  std::to_string(node.outputs.size()));
+    inlined_.push_back(&branch);
+    for (const Node& part : branch.nodes) add_node(part);
+    for (size_t i = 0; i < node.outputs.size(); ++i) {
+      const std::string& inner = branch.outputs[i].name;
+      if (node.outputs[i].empty()) continue;
+      if (!eager_values_.count(inner)) {
+        ids_[node.outputs[i]] = lookup(inner);
+        continue;
+      }
+      // The branch went eager: the If's output is a rename the eager run makes.
+      auto rename = std::make_unique<Node>();
+      rename->name = node.name + "/output" + std::to_string(i);
+      rename->op_type = "Identity";
+      rename->inputs = {inner};
+      rename->outputs = {node.outputs[i]};
+      plan_->made_nodes.push_back(std::move(rename));
+      add_eager(*plan_->made_nodes.back(), opset);
+    }
+  }
+
+  bool plan_branches(const Node& node) {
+    const Graph& then_graph = node.attributes.get_graph("then_branch");
+    const Graph& else_graph = node.attributes.get_graph("else_branch");
+    std::set<std::string> names;
+    for (const Graph* g : {&then_graph, &else_graph})
+      for (const std::string& name : outer_names(*g))
+        if (ids_.count(name) || find_initializer(name)) names.insert(name);
+    std::vector<OuterValue> outer;
+    std::vector<int> run_time;  // the outer values the step passes in
+    for (const std::string& name : names) {
+      const int id = lookup(name);
+      outer.push_back({name, plan_->values[id].type, known_value(id)});
+      if (!outer.back().known) run_time.push_back(id);
+    }
+    PlannedBranch then_branch = plan_branch(then_graph, outer), else_branch = plan_branch(else_graph, outer);
+    std::string why = !then_branch.plan && !else_branch.plan ? "neither branch can be planned: " + then_branch.error
+                      : then_branch.data_dependent ? then_branch.error
+                      : else_branch.data_dependent ? else_branch.error
+                                                   : "";
+    if (why.empty() && then_branch.plan && else_branch.plan)
+      branches_agree(node, *then_branch.plan, *else_branch.plan, &why);
+    if (!why.empty()) {
+      plan_->notes.push_back(node.label() + " runs eagerly: " + why);
+      return false;
+    }
+    auto kernel = std::make_unique<PlannedIf>(std::move(then_branch), std::move(else_branch));
+    PlannedStep step;
+    step.node_label = node.label();
+    step.node_name = node.name.empty() ? "If#" + std::to_string(plan_->steps.size()) : node.name;
+    step.op_type = node.op_type;
+    step.kernel = "If (both branches planned)";
+    step.device = Device{};
+    step.inputs.push_back(on_device(lookup(node.inputs[0]), Device{}));
+    for (int id : run_time) step.inputs.push_back(on_device(id, Device{}));
+    const Plan& taken = kernel->planned_branch();
+    for (size_t i = 0; i < node.outputs.size(); ++i) {  // an unused output still gets bytes to be written to
+      const std::string& name = node.outputs[i];
+      const int id = new_value(name.empty() ? step.node_name + "/unused" + std::to_string(i) : name,
+                               taken.values[taken.output_values[i]].type, Device{}, Storage::Arena);
+      if (!name.empty()) ids_[name] = id;
+      step.outputs.push_back(id);
+    }
+    step.workspace_bytes = kernel->workspace_bytes();
+    for (bool condition : {true, false})
+      step.subplans.push_back({condition ? "then_branch" : "else_branch", kernel->branch(condition).plan.get(),
+                               kernel->branch(condition).error});
+    step.kernel_impl = std::move(kernel);
+    plan_->steps.push_back(std::move(step));
+    return true;
+  }
+
+  // A branch planned for these shapes. One that cannot run at them (its nodes reject the
+  // shapes: an If on the sample rate whose other branch expects other sizes) keeps
+  // its error, raised only if the run takes it; one whose shapes depend on data
+  // leaves the If to run eagerly.
+  PlannedBranch plan_branch(const Graph& branch, std::span<const OuterValue> outer) {
+    Backend* host[] = {&cpu()};
+    PlannerOptions host_options = options_;
+    host_options.input_devices.clear();
+    host_options.output_devices.clear();
+    PlannedBranch result;
+    try {
+      result.plan = PlanBuilder(branch, host, weights_, host_options).build_branch(outer);
+    } catch (const Error& e) {
+      result.error = e.what();
+      return result;
+    }
+    if (!result.plan->eager.empty()) {
+      result.data_dependent = true;
+      result.error = "branch '" + branch.name + "' has nodes whose output shapes depend on data";
+    }
+    return result;
+  }
+
+  static void branches_agree(const Node& node, const Plan& a, const Plan& b, std::string* why) {
+    if (a.output_values.size() != node.outputs.size() || b.output_values.size() != node.outputs.size()) {
+      *why = "its branches do not have one output per If output";
+      return;
+    }
+    for (size_t i = 0; i < node.outputs.size(); ++i) {
+      const TensorType& x = a.values[a.output_values[i]].type;
+      const TensorType& y = b.values[b.output_values[i]].type;
+      if (!(x == y)) {
+        *why = "its branches' output " + std::to_string(i) + " differ (" + dtype_name(x.dtype) + " " +
+               shape_to_string(x.shape) + " and " + dtype_name(y.dtype) + " " + shape_to_string(y.shape) + ")";
+        return;
+      }
+    }
   }
 
   // Evaluates now, on the host, a node whose result is already determined: its inputs
@@ -521,6 +685,7 @@ class PlanBuilder {
   std::unordered_set<std::string> eager_values_, pinned_;
   std::unordered_map<std::string, int> readers_;
   bool readers_counted_ = false;
+  std::vector<const Graph*> inlined_;  // If branches inlined into this plan
 };
 
 }  // namespace
@@ -558,25 +723,43 @@ std::string format_bytes(size_t bytes) {
 
 }  // namespace
 
+namespace {
+
+void explain_steps(std::ostringstream& os, const Plan& plan, const std::string& indent) {
+  for (size_t s = 0; s < plan.steps.size(); ++s) {
+    const PlannedStep& step = plan.steps[s];
+    os << indent << "#" << s << " " << step.device.to_string() << " " << step.node_label << " [" << step.kernel
+       << "]\n" << indent << "    in:";
+    for (int id : step.inputs) os << " " << where(plan, id);
+    os << "\n" << indent << "    out:";
+    for (int id : step.outputs) os << " " << where(plan, id);
+    if (step.workspace_bytes)
+      os << "\n" << indent << "    workspace: " << step.workspace_bytes << " B at +" << step.workspace_offset;
+    os << "\n";
+    for (const auto& [name, sub, error] : step.subplans) {
+      if (!sub) {
+        os << indent << "    " << name << ": cannot run at these shapes (raises if taken): " << error << "\n";
+        continue;
+      }
+      os << indent << "    " << name << ": " << sub->steps.size() << " steps, " << sub->folded.size()
+         << " values folded, arena " << format_bytes(sub->arena_size(Device{})) << " in the workspace\n";
+      explain_steps(os, *sub, indent + "      ");
+      for (const auto& note : sub->notes) os << indent << "      note: " << note << "\n";
+    }
+  }
+}
+
+}  // namespace
+
 std::string explain_plan(const Plan& plan) {
   std::ostringstream os;
   os << "plan for inputs";
   for (const auto& s : plan.input_shapes) os << " " << shape_to_string(s);
   os << ": " << plan.steps.size() << " steps, " << plan.folded.size()
      << " values folded before the run\n";
+  explain_steps(os, plan, "  ");
   int copies = 0;
-  for (size_t s = 0; s < plan.steps.size(); ++s) {
-    const PlannedStep& step = plan.steps[s];
-    copies += step.op_type == "Copy";
-    os << "  #" << s << " " << step.device.to_string() << " " << step.node_label << " [" << step.kernel
-       << "]\n      in:";
-    for (int id : step.inputs) os << " " << where(plan, id);
-    os << "\n      out:";
-    for (int id : step.outputs) os << " " << where(plan, id);
-    if (step.workspace_bytes)
-      os << "\n      workspace: " << step.workspace_bytes << " B at +" << step.workspace_offset;
-    os << "\n";
-  }
+  for (const PlannedStep& step : plan.steps) copies += step.op_type == "Copy";
   for (const auto& e : plan.eager) os << "  eager " << e.node->label() << "\n";
   for (const auto& note : plan.notes) os << "  note: " << note << "\n";
   os << "copies inserted: " << copies << "\n";

@@ -157,23 +157,6 @@ std::vector<DType> output_dtypes(const Node& n, const std::vector<DType>& in) {
   return out;
 }
 
-// Every name a subgraph reads from the graphs around it (recursively): the names it
-// reads minus the names it defines. ONNX names are unique, so no shadowing to mind.
-void outer_reads(const Graph& g, std::set<std::string>& reads, std::set<std::string>& defined) {
-  for (const auto& in : g.inputs) defined.insert(in.name);
-  for (const auto& [name, _] : g.initializers) defined.insert(name);
-  for (const Node& n : g.nodes) {
-    for (const auto& in : n.inputs)
-      if (!in.empty()) reads.insert(in);
-    for (const auto& out : n.outputs) defined.insert(out);
-    for (const auto& [_, a] : n.attributes.all()) {
-      if (a.g) outer_reads(*a.g, reads, defined);
-      for (const auto& sub : a.graphs) outer_reads(*sub, reads, defined);
-    }
-  }
-  for (const auto& out : g.outputs) reads.insert(out.name);
-}
-
 // Pointers to every slot inside `g` (recursively) that names `value`.
 void slots_naming(Graph& g, const std::string& value, std::vector<std::string*>& slots) {
   for (Node& n : g.nodes) {
@@ -239,7 +222,7 @@ class Converter {
   void collect_names() {
     std::set<std::string> reads;
     std::set<std::string> defined;
-    outer_reads(g_, reads, defined);
+    collect_outer_reads(g_, reads, defined);
     names_.insert(reads.begin(), reads.end());
     names_.insert(defined.begin(), defined.end());
     for (const auto& o : g_.outputs) names_.insert(o.name);
@@ -341,8 +324,8 @@ class Converter {
     std::set<std::string> reads, defined;
     for (const auto& [name, a] : n.attributes.all()) {
       if (name == kDecompositionAttribute) continue;
-      if (a.g) outer_reads(*a.g, reads, defined);
-      for (const auto& sub : a.graphs) outer_reads(*sub, reads, defined);
+      if (a.g) collect_outer_reads(*a.g, reads, defined);
+      for (const auto& sub : a.graphs) collect_outer_reads(*sub, reads, defined);
     }
     for (const std::string& value : reads) {
       if (defined.count(value) || !is_float32(value)) continue;

@@ -1,0 +1,70 @@
+#include "engine/src/plan_binding.h"
+
+#include <ember/core/error.h>
+
+namespace ember {
+
+PlanBinding::PlanBinding(const Plan& plan, const std::function<void*(Device)>& arena_base,
+                         const std::function<DeviceStream*(Device)>& stream)
+    : plan_(plan) {
+  tensors_.reserve(plan.values.size());
+  for (const PlannedValue& v : plan.values) {
+    void* data = nullptr;
+    if (v.storage == Storage::Arena) data = static_cast<char*>(arena_base(v.device)) + v.offset;
+    if (v.storage == Storage::Constant) data = const_cast<void*>(v.constant->data());
+    tensors_.push_back(Tensor::view(v.type.dtype, v.type.shape, data, v.device));
+  }
+  for (const PlannedStep& step : plan.steps) {
+    input_begin_.push_back(inputs_.size());
+    for (int id : step.inputs) inputs_.push_back(id >= 0 ? &tensors_[id] : nullptr);
+    output_begin_.push_back(outputs_.size());
+    for (int id : step.outputs) outputs_.push_back(id >= 0 ? &tensors_[id] : nullptr);
+    workspace_.push_back(step.workspace_bytes ? static_cast<char*>(arena_base(step.device)) + step.workspace_offset
+                                              : nullptr);
+    stream_.push_back(stream(step.device));
+    state_.push_back(step.kernel_impl->make_state());
+  }
+  input_begin_.push_back(inputs_.size());
+  output_begin_.push_back(outputs_.size());
+}
+
+void PlanBinding::bind_io(std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs) {
+  for (size_t id = 0; id < plan_.values.size(); ++id) {
+    const PlannedValue& v = plan_.values[id];
+    if (v.storage == Storage::Input)
+      tensors_[id].reset_view(const_cast<void*>(inputs[v.io_index]->data()));
+    else if (v.storage == Storage::Output)
+      tensors_[id].reset_view(outputs[v.io_index]->data());
+  }
+}
+
+void PlanBinding::bind_io(std::span<const Tensor> inputs, std::span<Tensor> outputs) {
+  for (size_t id = 0; id < plan_.values.size(); ++id) {
+    const PlannedValue& v = plan_.values[id];
+    if (v.storage == Storage::Input)
+      tensors_[id].reset_view(const_cast<void*>(inputs[v.io_index].data()));
+    else if (v.storage == Storage::Output)
+      tensors_[id].reset_view(outputs[v.io_index].data());
+  }
+}
+
+void PlanBinding::run_step(size_t s, int num_threads) {
+  const PlannedStep& step = plan_.steps[s];
+  std::span<const Tensor* const> all_inputs(inputs_);
+  std::span<Tensor* const> all_outputs(outputs_);
+  RunArgs args{all_inputs.subspan(input_begin_[s], input_begin_[s + 1] - input_begin_[s]),
+               all_outputs.subspan(output_begin_[s], output_begin_[s + 1] - output_begin_[s]),
+               workspace_[s], num_threads, stream_[s]->handle()};
+  args.state = state_[s].get();
+  try {
+    step.kernel_impl->run(args);
+  } catch (const Error& e) {
+    throw Error(step.node_label + " on " + step.device.to_string() + ": " + e.what());
+  }
+}
+
+void PlanBinding::run_all(int num_threads) {
+  for (size_t s = 0; s < plan_.steps.size(); ++s) run_step(s, num_threads);
+}
+
+}  // namespace ember

@@ -1,0 +1,48 @@
+// A Plan bound to one run context's memory: every planned value as a tensor over the
+// context's arenas, each step's argument arrays, and the kernels' per-context state.
+// Built once per (context, plan); a run only points the inputs and outputs at the
+// caller's tensors and calls the steps, allocating nothing. The executor binds whole
+// plans over its arenas; a step that runs a sub-plan (a planned If body) binds it over
+// that step's workspace.
+#pragma once
+
+#include "engine/src/backend.h"
+#include "engine/src/plan.h"
+
+#include <functional>
+#include <span>
+#include <vector>
+
+namespace ember {
+
+class PlanBinding {
+ public:
+  // `arena_base(device)` is where the plan's arena on `device` starts; `stream(device)`
+  // is the context's stream there.
+  PlanBinding(const Plan& plan, const std::function<void*(Device)>& arena_base,
+              const std::function<DeviceStream*(Device)>& stream);
+
+  // Points the plan's Input and Output values at the caller's tensors' bytes.
+  void bind_io(std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs);
+  void bind_io(std::span<const Tensor> inputs, std::span<Tensor> outputs);
+
+  // Runs step `s`; an error names the node and its device.
+  void run_step(size_t s, int num_threads);
+  void run_all(int num_threads);
+
+  const Plan& plan() const { return plan_; }
+  Tensor& tensor(int value) { return tensors_[value]; }
+  DeviceStream* stream(size_t s) const { return stream_[s]; }
+
+ private:
+  const Plan& plan_;
+  std::vector<Tensor> tensors_;
+  std::vector<const Tensor*> inputs_;
+  std::vector<Tensor*> outputs_;
+  std::vector<size_t> input_begin_, output_begin_;  // per step, into the arrays above
+  std::vector<void*> workspace_;                     // per step
+  std::vector<DeviceStream*> stream_;                // per step
+  std::vector<std::unique_ptr<KernelState>> state_;  // per step
+};
+
+}  // namespace ember
