@@ -1,6 +1,7 @@
 #include "ops/cpu/dnnl_util.h"
 
 #include "ops/cpu/parallel.h"
+#include "ops/cpu/vector_math.h"
 
 #include <ember/core/error.h>
 
@@ -141,7 +142,12 @@ void FusedActivation::append_to(dnnl::post_ops& ops) const {
 
 void FusedActivation::apply_after(float* y, int64_t n) const {
   if (by_dnnl_) return;
-  parallel_for(n, 20, [&](int64_t b, int64_t e) {
+  const bool vector = act_.kind == ew::Activation::Kind::Function && has_vector_form(act_.function);
+  parallel_for(n, vector ? 8 : 20, [&](int64_t b, int64_t e) {
+    if (vector) {
+      vector_unary(act_.function, act_.params, y + b, y + b, e - b);
+      return;
+    }
     for (int64_t i = b; i < e; ++i) y[i] = ew::apply_activation(act_, y[i]);
   });
 }

@@ -10,18 +10,15 @@
 // result rounded once into the float16 output.
 #include "ops/cpu/half_convert.h"
 #include "ops/cpu/parallel.h"
+#include "ops/cpu/vector_math.h"
 #include "ops/registry.h"
 #include "graph/schemas/norm.h"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 
-#if defined(__AVX2__) && defined(__FMA__)
-#include <immintrin.h>
-#endif
 
 namespace ember {
 
@@ -31,59 +28,11 @@ enum class Mode { Softmax, LogSoftmax, Hardmax };
 
 constexpr int64_t kChunk = 64;  // columns per block when the axis is not innermost
 
-// exp with relative error ~2e-7 for x <= 88: x = n*ln2 + r with |r| <= ln2/2, exp(r)
-// by its degree-6 Taylor polynomial, 2^n built in the exponent bits; below -87.3 the
-// true value is under FLT_MIN and the result is 0. GCC will not vectorize std::exp
-// (nor this function's clamps, under the default -ftrapping-math), so the hot loops
-// use the 8-wide AVX2 copy below and this scalar one for their tails.
-inline float fast_exp(float x) {
-  const float xc = x < -87.3f ? -87.3f : x;
-  const float t = std::fma(xc, 1.44269504089f, 12582912.0f);  // n + 1.5*2^23: rounds
-  const float n = t - 12582912.0f;
-  const float r = std::fma(n, -1.42860677e-6f, std::fma(n, -0.693145752f, xc));
-  float p = 1.0f / 720;
-  for (float c : {1.0f / 120, 1.0f / 24, 1.0f / 6, 0.5f, 1.0f, 1.0f}) p = std::fma(p, r, c);
-  const int32_t bits = (std::bit_cast<int32_t>(t) - 0x4B400000 + 127) << 23;
-  return x < -87.3f ? 0.0f : p * std::bit_cast<float>(bits);
-}
-
-#if defined(__AVX2__) && defined(__FMA__)
-inline __m256 fast_exp8(__m256 x) {
-  const __m256 lo = _mm256_set1_ps(-87.3f), magic = _mm256_set1_ps(12582912.0f);
-  const __m256 xc = _mm256_max_ps(lo, x);  // NaN in x passes through
-  const __m256 t = _mm256_fmadd_ps(xc, _mm256_set1_ps(1.44269504089f), magic);
-  const __m256 n = _mm256_sub_ps(t, magic);
-  const __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(1.42860677e-6f),
-                                    _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693145752f), xc));
-  __m256 p = _mm256_set1_ps(1.0f / 720);
-  for (float c : {1.0f / 120, 1.0f / 24, 1.0f / 6, 0.5f, 1.0f, 1.0f})
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(c));
-  const __m256i k = _mm256_sub_epi32(_mm256_castps_si256(t), _mm256_set1_epi32(0x4B400000 - 127));
-  const __m256 e = _mm256_mul_ps(p, _mm256_castsi256_ps(_mm256_slli_epi32(k, 23)));
-  return _mm256_and_ps(e, _mm256_cmp_ps(x, lo, _CMP_NLT_UQ));
-}
-#endif
-
 // y[j] = exp(x[j] - m[j]) with m a scalar (kScalarShift) or one value per column;
-// returns the sum of the y[j] (accumulated in the same pass).
+// returns the sum of the y[j] (accumulated in the same pass, by ops/cpu/vector_math.h).
 template <bool kScalarShift>
 float exp_shifted(const float* x, const float* m, float* y, int64_t n) {
-  int64_t j = 0;
-  float sum = 0;
-#if defined(__AVX2__) && defined(__FMA__)
-  __m256 acc = _mm256_setzero_ps();
-  for (; j + 8 <= n; j += 8) {
-    const __m256 shift = kScalarShift ? _mm256_set1_ps(*m) : _mm256_loadu_ps(m + j);
-    const __m256 e = fast_exp8(_mm256_sub_ps(_mm256_loadu_ps(x + j), shift));
-    _mm256_storeu_ps(y + j, e);
-    acc = _mm256_add_ps(acc, e);
-  }
-  float lanes[8];
-  _mm256_storeu_ps(lanes, acc);
-  for (float v : lanes) sum += v;
-#endif
-  for (; j < n; ++j) sum += y[j] = fast_exp(x[j] - m[kScalarShift ? 0 : j]);
-  return sum;
+  return exp_shifted_sum(x, m, kScalarShift ? 0 : 1, y, n);
 }
 template <bool kScalarShift>
 double exp_shifted(const double* x, const double* m, double* y, int64_t n) {

@@ -3,10 +3,13 @@
 // and the few outside it (BitwiseNot, IsNaN, IsInf).
 #include "graph/elementwise_table.h"
 #include "ops/cpu/elementwise.h"
+#include "ops/cpu/vector_math.h"
 #include "ops/registry.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 namespace ember {
 
@@ -23,11 +26,55 @@ template <class F> struct Bound {
   template <class T> T operator()(T x) const { return F{}(x, params); }
 };
 
+// A function ops/cpu/vector_math.h vectorizes, on float32, or on float16/bfloat16
+// widened a block at a time (in L1) and narrowed back.
+template <class T>
+class VectorUnaryKernel final : public Kernel {
+ public:
+  VectorUnaryKernel(ew::UnaryFunction f, const ew::Params& params, int64_t cost) : f_(f), params_(params), cost_(cost) {}
+
+  void run(const RunArgs& args) const override {
+    const T* x = args.inputs[0]->data_as<T>();
+    T* y = args.outputs[0]->data_as<T>();
+    parallel_for(args.outputs[0]->numel(), cost_, [&](int64_t begin, int64_t end) {
+      if constexpr (std::is_same_v<T, float>) {
+        vector_unary(f_, params_, x + begin, y + begin, end - begin);
+      } else {
+        constexpr int64_t kBlock = 1024;
+        float block[kBlock];
+        for (int64_t at = begin; at < end; at += kBlock) {
+          const int64_t n = std::min(kBlock, end - at);
+          for (int64_t i = 0; i < n; ++i) block[i] = static_cast<float>(x[at + i]);
+          vector_unary(f_, params_, block, block, n);
+          for (int64_t i = 0; i < n; ++i) y[at + i] = T(block[i]);
+        }
+      }
+    });
+  }
+
+ private:
+  ew::UnaryFunction f_;
+  ew::Params params_;
+  int64_t cost_;
+};
+
+std::unique_ptr<Kernel> make_vector_unary(KernelInit& init, ew::UnaryFunction f, const ew::Params& params) {
+  constexpr int64_t kCost = 8;  // vectorized: a few operations per element
+  switch (init.inputs[0].dtype) {
+    case DType::Float32: return std::make_unique<VectorUnaryKernel<float>>(f, params, kCost);
+    case DType::Float16: return std::make_unique<VectorUnaryKernel<Float16>>(f, params, kCost);
+    case DType::BFloat16: return std::make_unique<VectorUnaryKernel<BFloat16>>(f, params, kCost);
+    default: return nullptr;  // double keeps libm, through the scalar driver
+  }
+}
+
 std::unique_ptr<Kernel> make_table_unary(KernelInit& init, std::string* why_not) {
   ew::UnaryFunction f;
   std::string invalid;
   if (!unary_function_of(init.node, &f, &invalid)) init.fail(invalid);
   const ew::Params params = unary_params(init.node, f);
+  if (has_vector_form(f))
+    if (std::unique_ptr<Kernel> kernel = make_vector_unary(init, f, params)) return kernel;
   switch (f) {
 #define EMBER_TABLE_CASE(Name, domain, since, types, cost, ...) \
   case ew::UnaryFunction::Name:                                 \

@@ -1,0 +1,89 @@
+// Run-time choice of ops/cpu/vector_math.h's level: the best the CPU has, once per
+// process, lowered (never raised) by EMBER_CPU_ISA; each level's code is in its own
+// translation unit (ops/cpu/vector_math_<isa>.cc).
+#include "ops/cpu/vector_math.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <initializer_list>
+
+namespace ember {
+
+// The levels' entry points (ops/cpu/vector_math_kernels.h, one instance per level).
+#define EMBER_VM_DECLARE(isa)                                                                          \
+  namespace vecmath::isa {                                                                             \
+  bool unary(ew::UnaryFunction f, const ew::Params& p, const float* x, float* y, int64_t n);           \
+  float exp_shifted_sum(const float* x, const float* shift, int64_t shift_step, float* y, int64_t n);  \
+  }
+EMBER_VM_DECLARE(scalar)
+EMBER_VM_DECLARE(avx2)
+EMBER_VM_DECLARE(avx512)
+#undef EMBER_VM_DECLARE
+
+namespace {
+
+CpuIsa detect_isa() {
+  CpuIsa best = CpuIsa::Scalar;
+  if (cpu_supports(CpuIsa::Avx512)) best = CpuIsa::Avx512;
+  else if (cpu_supports(CpuIsa::Avx2)) best = CpuIsa::Avx2;
+  const char* forced = std::getenv("EMBER_CPU_ISA");
+  if (!forced) return best;
+  for (CpuIsa isa : {CpuIsa::Scalar, CpuIsa::Avx2, CpuIsa::Avx512})
+    if (std::strcmp(forced, isa_name(isa)) == 0 && isa <= best) return isa;
+  return best;  // unknown, or above what the CPU has
+}
+
+}  // namespace
+
+bool cpu_supports(CpuIsa isa) {
+  switch (isa) {
+    case CpuIsa::Scalar: return true;
+    case CpuIsa::Avx2: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    case CpuIsa::Avx512:
+      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+  }
+  return false;
+}
+
+CpuIsa cpu_isa() {
+  static const CpuIsa isa = detect_isa();
+  return isa;
+}
+
+const char* isa_name(CpuIsa isa) {
+  switch (isa) {
+    case CpuIsa::Scalar: return "scalar";
+    case CpuIsa::Avx2: return "avx2";
+    case CpuIsa::Avx512: return "avx512";
+  }
+  return "?";
+}
+
+bool has_vector_form(ew::UnaryFunction f) {
+  float x = 1.f, y;
+  return vecmath::scalar::unary(f, {}, &x, &y, 1);
+}
+
+void vector_unary(CpuIsa isa, ew::UnaryFunction f, const ew::Params& p, const float* x, float* y, int64_t n) {
+  switch (isa) {
+    case CpuIsa::Avx512: vecmath::avx512::unary(f, p, x, y, n); return;
+    case CpuIsa::Avx2: vecmath::avx2::unary(f, p, x, y, n); return;
+    case CpuIsa::Scalar: vecmath::scalar::unary(f, p, x, y, n); return;
+  }
+}
+
+void vector_unary(ew::UnaryFunction f, const ew::Params& p, const float* x, float* y, int64_t n) {
+  vector_unary(cpu_isa(), f, p, x, y, n);
+}
+
+float exp_shifted_sum(const float* x, const float* shift, int64_t shift_step, float* y, int64_t n) {
+  switch (cpu_isa()) {
+    case CpuIsa::Avx512: return vecmath::avx512::exp_shifted_sum(x, shift, shift_step, y, n);
+    case CpuIsa::Avx2: return vecmath::avx2::exp_shifted_sum(x, shift, shift_step, y, n);
+    case CpuIsa::Scalar: break;
+  }
+  return vecmath::scalar::exp_shifted_sum(x, shift, shift_step, y, n);
+}
+
+}  // namespace ember

@@ -1,0 +1,53 @@
+// Vectorized float32 math for the CPU kernels: the elementwise table's costly
+// functions (graph/elementwise_functions.h) over arrays, in AVX-512, AVX2+FMA or
+// scalar code chosen once at run time, so one binary serves every x86-64 machine.
+// The AVX-512 code lives in its own translation unit compiled with AVX-512 flags
+// (ops/cpu/vector_math_avx512.cc) and runs only where the CPU reports AVX-512F/BW/DQ/VL.
+// EMBER_CPU_ISA=scalar|avx2|avx512 forces a lower level (tests, comparisons).
+//
+// One algorithm per function (ops/cpu/vector_math_kernels.h), written once for every
+// level; none calls libm. Accuracy, measured against libm in double over every 97th
+// float bit pattern plus [-10, 10] densely (tests/ops/cpu/test_vector_math.cc):
+//   function   bound (measured max)
+//   exp        1 ulp (0.90); 0 below -103.98, +inf above 88.73, denormal results kept
+//   tanh       3 ulp (2.23)
+//   sigmoid    3 ulp (2.40)
+//   erf        3 ulp (2.34)
+//   gelu       6 ulp (5.55): x Phi(x) with Phi through erfc, no cancellation for x < 0
+//   gelu_tanh  3 ulp for x >= 0; below, x sigmoid(2u) (the tanh form rewritten without
+//              cancellation), u's own roundings amplified by |u|: 3 + 4|u| ulp (147 at
+//              x = -9.7, where the result is 1e-40)
+//   swish      5 ulp (4.1): x sigmoid(alpha x), SiLU and QuickGelu
+//   softplus   3 ulp (1.86)
+//   log        1 ulp (0.79)
+// Results below FLT_MIN count in denormal steps; where one is x times a denormal
+// factor (swish, the GELUs) it may be off by |x| steps more (52 at x = -104).
+// Specials: NaN in, NaN out; +-inf and +-0 give the limits libm gives.
+#pragma once
+
+#include "graph/elementwise_functions.h"
+
+#include <cstdint>
+
+namespace ember {
+
+enum class CpuIsa { Scalar, Avx2, Avx512 };
+
+// The level the CPU supports (and EMBER_CPU_ISA allows), decided once.
+CpuIsa cpu_isa();
+// Whether this CPU can run `isa`.
+bool cpu_supports(CpuIsa isa);
+const char* isa_name(CpuIsa isa);
+
+// Whether vector_unary computes f (else the caller keeps its scalar loop).
+bool has_vector_form(ew::UnaryFunction f);
+
+// y[i] = f(x[i]) for i < n (y may be x), at cpu_isa()'s level or the one given.
+void vector_unary(ew::UnaryFunction f, const ew::Params& p, const float* x, float* y, int64_t n);
+void vector_unary(CpuIsa isa, ew::UnaryFunction f, const ew::Params& p, const float* x, float* y, int64_t n);
+
+// y[i] = exp(x[i] - shift[i * shift_step]) (shift_step 0: one shift for all); returns
+// the sum of the y[i]. Softmax's inner loop.
+float exp_shifted_sum(const float* x, const float* shift, int64_t shift_step, float* y, int64_t n);
+
+}  // namespace ember
