@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Latency and throughput of ember's `infer` beside ONNX Runtime on the same machine.
 
-    bench.py --infer PATH [--models resnet50,mobilenetv2,mobilenetv3,convnext,bert,gpt2,llama] [--batches 1,8]
+    bench.py --infer PATH [--models resnet50,mobilenetv2,mobilenetv3,convnext,bert,gpt2,llama,silero_vad] [--batches 1,8]
              [--threads N] [--seq 128] [--precisions fp32,bf16] [--repeat R] [--work DIR]
              [--build-type TYPE] [FILE.onnx ... --dims batch=8,sequence=128]
 
@@ -185,8 +185,9 @@ def builder_case(args, name, batch):
     module = importlib.import_module(name)
     path = os.path.join(args.work, f"{name}.onnx")
     module.build(path)
-    inputs = module.make_inputs(batch, args.seq, np.random.default_rng(SEED + batch))
-    label = name + (f" (seq {args.seq})" if name in ("bert", "gpt2", "llama") else "")
+    text = name in ("bert", "gpt2", "llama")
+    inputs = module.make_inputs(batch, args.seq if text else None, np.random.default_rng(SEED + batch))
+    label = name + (f" (seq {args.seq})" if text else "")
     return label, path, inputs, os.path.join(args.work, "bench", f"{name}_b{batch}")
 
 
@@ -235,7 +236,7 @@ def main():
     args.infer = os.path.abspath(args.infer)
     args.work = os.path.abspath(args.work)
     if args.models is None:
-        args.models = "" if args.files else "resnet50,mobilenetv2,mobilenetv3,convnext,bert,gpt2,llama"
+        args.models = "" if args.files else "resnet50,mobilenetv2,mobilenetv3,convnext,bert,gpt2,llama,silero_vad"
     models = [m for m in args.models.split(",") if m]
     batches = [int(b) for b in args.batches.split(",") if b]
     args.precisions = [p for p in args.precisions.split(",") if p]
