@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Latency and throughput of ember's `infer` beside ONNX Runtime on the same machine.
 
-    bench.py --infer PATH [--models resnet50,mobilenetv2,mobilenetv3,convnext,bert,gpt2,llama,silero_vad] [--batches 1,8]
+    bench.py --infer PATH [--models resnet50,mobilenetv2,mobilenetv3,convnext,efficientnet,vit,bert,gpt2,llama,silero_vad] [--batches 1,8]
              [--threads N] [--seq 128] [--precisions fp32,bf16] [--repeat R] [--work DIR]
              [--build-type TYPE] [FILE.onnx ... --dims batch=8,sequence=128]
 
@@ -213,8 +213,8 @@ def main():
     parser.add_argument("--infer", required=True, help="path to ember's infer program")
     parser.add_argument("files", nargs="*", help=".onnx files to time with random inputs")
     parser.add_argument("--models", default=None,
-                        help="builders in models/ (default: resnet50,mobilenetv2,mobilenetv3,convnext,bert,"
-                             "gpt2 when no file is given)")
+                        help="builders in models/ (default: resnet50,mobilenetv2,mobilenetv3,convnext,"
+                             "efficientnet,vit,bert,gpt2,llama when no file is given)")
     parser.add_argument("--precisions", default="fp32", help="ember's --precision values, e.g. fp32,bf16")
     parser.add_argument("--dims", type=parse_dims, default={}, help="symbolic dims of the files: batch=8,seq=128")
     parser.add_argument("--int-high", type=int, default=100, help="integer inputs of the files lie in [0, this)")
@@ -236,7 +236,7 @@ def main():
     args.infer = os.path.abspath(args.infer)
     args.work = os.path.abspath(args.work)
     if args.models is None:
-        args.models = "" if args.files else "resnet50,mobilenetv2,mobilenetv3,convnext,bert,gpt2,llama,silero_vad"
+        args.models = "" if args.files else "resnet50,mobilenetv2,mobilenetv3,convnext,efficientnet,vit,bert,gpt2,llama,silero_vad"
     models = [m for m in args.models.split(",") if m]
     batches = [int(b) for b in args.batches.split(",") if b]
     args.precisions = [p for p in args.precisions.split(",") if p]

@@ -48,7 +48,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import check_models as cm  # noqa: E402  (same folder; it also puts models/ on the path)
 
-MODELS = ("resnet50", "mobilenetv2", "mobilenetv3", "convnext", "bert", "gpt2", "llama")
+MODELS = ("resnet50", "mobilenetv2", "mobilenetv3", "convnext", "efficientnet", "vit", "bert", "gpt2", "llama")
 # quick: one case per model (batch 2, and sequence 37 for the transformers).
 QUICK = {name: [(2, 37 if name in ("bert", "gpt2", "llama") else None)] for name in MODELS}
 
