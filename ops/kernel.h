@@ -15,6 +15,8 @@
 
 namespace ember {
 
+struct Profile;  // <ember/profile.h>: only the engine's kernels that run sub-plans write it
+
 // A device's stream and library handles as its kernels see them: each device derives
 // its own (cuda::StreamContext on CUDA) and only that device's kernels look inside.
 // The host has none (nullptr).
@@ -76,6 +78,10 @@ struct RunArgs {
   const std::unordered_map<std::string, Tensor>* scope = nullptr;
   // This run context's state for the kernel (Kernel::make_state); nullptr if it has none.
   KernelState* state = nullptr;
+  // When the run is profiled: its profile and start (steady clock, ns). A kernel that
+  // runs steps of its own (a planned If's branch) records their times there.
+  Profile* profile = nullptr;
+  int64_t profile_origin_ns = 0;
 };
 
 class Kernel {

@@ -89,9 +89,16 @@ void check_bf16_supported(const Device& device) {
   throw Error("precision 'bf16' needs a CPU with AVX512_BF16 (this one would emulate it, slower than fp32); use fp32");
 }
 
-void apply_thread_count(int num_threads) {
+ThreadCountScope::ThreadCountScope(int num_threads) {
 #ifdef _OPENMP
+  saved_ = omp_get_max_threads();
   if (num_threads > 0) omp_set_num_threads(num_threads);
+#endif
+}
+
+ThreadCountScope::~ThreadCountScope() {
+#ifdef _OPENMP
+  omp_set_num_threads(saved_);
 #endif
 }
 

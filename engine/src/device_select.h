@@ -18,8 +18,19 @@ std::vector<std::unique_ptr<Backend>> select_backends(const std::string& device)
 // (oneDNN would otherwise emulate it, slower than float32). Other devices: not yet.
 void check_bf16_supported(const Device& device);
 
-// Sets the intra-op thread count of the calling thread (0 keeps the default: all cores).
-void apply_thread_count(int num_threads);
+// Sets the calling thread's intra-op thread count (OpenMP's, which oneDNN and ember's
+// kernels share) for the scope's life, then gives the caller back the count it had:
+// a run leaves the caller's thread state as it found it.
+class ThreadCountScope {
+ public:
+  explicit ThreadCountScope(int num_threads);
+  ~ThreadCountScope();
+  ThreadCountScope(const ThreadCountScope&) = delete;
+  ThreadCountScope& operator=(const ThreadCountScope&) = delete;
+
+ private:
+  int saved_ = 0;
+};
 
 // The intra-op thread count a session uses: `requested`, or for 0 every core this
 // process may run on: its affinity mask (taskset, cpuset), capped by its cgroup's CPU

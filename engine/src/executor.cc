@@ -4,7 +4,6 @@
 
 #include "ops/evaluate.h"
 
-#include <chrono>
 #include <unordered_map>
 
 namespace ember {
@@ -99,12 +98,11 @@ void RunContext::run(const Plan& plan, std::span<const Tensor> inputs, std::span
   Binding& b = bind(plan);
   b.bound->bind_io(inputs, outputs);
 
-  using Clock = std::chrono::steady_clock;
-  const auto run_start = Clock::now();
+  const int64_t run_start = steady_now_ns();
   try {
     for (Arena& a : arenas_) a.stream->begin_run();
     if (settings.profile)
-      run_profiled(plan, b, settings.num_threads, *settings.profile);
+      run_profiled(plan, b, settings.num_threads, *settings.profile, run_start);
     else if (settings.capture_graphs && !b.segments.empty())
       run_with_graphs(plan, b, settings.num_threads);
     else
@@ -122,11 +120,10 @@ void RunContext::run(const Plan& plan, std::span<const Tensor> inputs, std::span
     }
     throw;
   }
-  if (!plan.eager.empty()) run_eager(plan, b, outputs, settings.num_threads);
+  if (!plan.eager.empty()) run_eager(plan, b, outputs, settings.num_threads, settings.profile, run_start);
   if (settings.profile) {
     settings.profile->runs += 1;
-    settings.profile->total_ns +=
-        std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - run_start).count();
+    settings.profile->total_ns += steady_now_ns() - run_start;
   }
 }
 
@@ -165,9 +162,7 @@ void RunContext::run_with_graphs(const Plan& plan, Binding& b, int num_threads) 
 
 // Host steps are timed by the host clock; device steps by events recorded around
 // them on their stream and read once the run is over, so no step waits for another.
-void RunContext::run_profiled(const Plan& plan, Binding& b, int num_threads, Profile& profile) {
-  using Clock = std::chrono::steady_clock;
-  const auto run_start = Clock::now();
+void RunContext::run_profiled(const Plan& plan, Binding& b, int num_threads, Profile& profile, int64_t origin_ns) {
   struct Timing {
     DeviceStream* stream = nullptr;  // null: host-timed
     size_t before = 0, after = 0;
@@ -188,38 +183,32 @@ void RunContext::run_profiled(const Plan& plan, Binding& b, int num_threads, Pro
       t.before = marks[stream]++;
       t.after = marks[stream]++;
       stream->mark(t.before);
-      b.bound->run_step(s, num_threads);
+      b.bound->run_step(s, num_threads, &profile, origin_ns);
       stream->mark(t.after);
       continue;
     }
-    const auto start = Clock::now();
-    b.bound->run_step(s, num_threads);
-    t.start_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(start - run_start).count();
-    t.duration_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
+    const int64_t start = steady_now_ns();
+    b.bound->run_step(s, num_threads, &profile, origin_ns);
+    t.start_ns = start - origin_ns;
+    t.duration_ns = steady_now_ns() - start;
   }
   for (Arena& a : arenas_) a.stream->synchronize();
   for (size_t s = 0; s < plan.steps.size(); ++s) {
-    const PlannedStep& step = plan.steps[s];
     Timing& t = timings[s];
     if (t.stream) {
       t.start_ns = t.stream->elapsed_ns(0, t.before);
       t.duration_ns = t.stream->elapsed_ns(t.before, t.after);
     }
-    NodeTiming nt;
-    nt.node = step.node_name;
-    nt.op_type = step.op_type;
-    nt.device = step.device.to_string();
-    nt.output_shape = step.outputs.empty() || step.outputs[0] < 0
-                          ? "" : shape_to_string(plan.values[step.outputs[0]].type.shape);
-    nt.start_ns = t.start_ns;
-    nt.duration_ns = t.duration_ns;
-    profile.timings.push_back(std::move(nt));
+    // A step that ran a sub-plan (a planned If) recorded that plan's steps instead.
+    if (plan.steps[s].subplans.empty())
+      profile.timings.push_back(node_timing(plan, plan.steps[s], t.start_ns, t.duration_ns));
   }
 }
 
 // The nodes after a data-dependent shape, one by one; graph outputs they produce
 // replace the caller's output tensors.
-void RunContext::run_eager(const Plan& plan, Binding& b, std::span<Tensor> outputs, int num_threads) {
+void RunContext::run_eager(const Plan& plan, Binding& b, std::span<Tensor> outputs, int num_threads,
+                           Profile* profile, int64_t origin_ns) {
   std::unordered_map<std::string, Tensor> env;
   for (const auto& [name, id] : plan.eager_reads) env[name] = b.bound->tensor(id);
   for (const auto& [node, opset] : plan.eager) {
@@ -228,7 +217,18 @@ void RunContext::run_eager(const Plan& plan, Binding& b, std::span<Tensor> outpu
       auto it = name.empty() ? env.end() : env.find(name);
       inputs.push_back(it == env.end() ? nullptr : &it->second);
     }
+    const int64_t start = steady_now_ns();
     std::vector<Tensor> results = evaluate_node(*node, opset, inputs, num_threads, &env);
+    if (profile) {
+      NodeTiming t;
+      t.node = node->name.empty() ? node->op_type : node->name;
+      t.op_type = node->op_type + " (eager)";
+      t.device = "cpu";
+      t.output_shape = results.empty() ? "" : shape_to_string(results[0].shape());
+      t.start_ns = start - origin_ns;
+      t.duration_ns = steady_now_ns() - start;
+      profile->timings.push_back(std::move(t));
+    }
     for (size_t k = 0; k < node->outputs.size(); ++k)
       if (!node->outputs[k].empty()) env[node->outputs[k]] = std::move(results[k]);
   }

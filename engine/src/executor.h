@@ -60,8 +60,10 @@ class RunContext {
   Binding& bind(const Plan& plan);
   void find_segments(const Plan& plan, Binding& b);
   void run_with_graphs(const Plan& plan, Binding& b, int num_threads);
-  void run_profiled(const Plan& plan, Binding& b, int num_threads, Profile& profile);
-  void run_eager(const Plan& plan, Binding& b, std::span<Tensor> outputs, int num_threads);
+  void run_profiled(const Plan& plan, Binding& b, int num_threads, Profile& profile, int64_t origin_ns);
+  // The eager tail, each node timed into `profile` when there is one.
+  void run_eager(const Plan& plan, Binding& b, std::span<Tensor> outputs, int num_threads, Profile* profile,
+                 int64_t origin_ns);
   void* arena_base(Device device, size_t needed);
   Arena& arena_for(Device device);
 

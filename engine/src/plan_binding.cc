@@ -2,6 +2,8 @@
 
 #include <ember/core/error.h>
 
+#include <chrono>
+
 namespace ember {
 
 PlanBinding::PlanBinding(const Plan& plan, const std::function<void*(Device)>& arena_base,
@@ -48,7 +50,23 @@ void PlanBinding::bind_io(std::span<const Tensor> inputs, std::span<Tensor> outp
   }
 }
 
-void PlanBinding::run_step(size_t s, int num_threads) {
+NodeTiming node_timing(const Plan& plan, const PlannedStep& step, int64_t start_ns, int64_t duration_ns) {
+  NodeTiming t;
+  t.node = step.node_name;
+  t.op_type = step.op_type;
+  t.device = step.device.to_string();
+  t.output_shape = step.outputs.empty() || step.outputs[0] < 0 ? "" : shape_to_string(plan.values[step.outputs[0]].type.shape);
+  t.start_ns = start_ns;
+  t.duration_ns = duration_ns;
+  return t;
+}
+
+int64_t steady_now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+void PlanBinding::run_step(size_t s, int num_threads, Profile* profile, int64_t origin_ns) {
   const PlannedStep& step = plan_.steps[s];
   std::span<const Tensor* const> all_inputs(inputs_);
   std::span<Tensor* const> all_outputs(outputs_);
@@ -56,6 +74,8 @@ void PlanBinding::run_step(size_t s, int num_threads) {
                all_outputs.subspan(output_begin_[s], output_begin_[s + 1] - output_begin_[s]),
                workspace_[s], num_threads, stream_[s]->handle()};
   args.state = state_[s].get();
+  args.profile = profile;
+  args.profile_origin_ns = origin_ns;
   try {
     step.kernel_impl->run(args);
   } catch (const Error& e) {
@@ -65,6 +85,16 @@ void PlanBinding::run_step(size_t s, int num_threads) {
 
 void PlanBinding::run_all(int num_threads) {
   for (size_t s = 0; s < plan_.steps.size(); ++s) run_step(s, num_threads);
+}
+
+void PlanBinding::run_all_profiled(int num_threads, Profile& profile, int64_t origin_ns) {
+  for (size_t s = 0; s < plan_.steps.size(); ++s) {
+    const int64_t start = steady_now_ns();
+    run_step(s, num_threads, &profile, origin_ns);
+    const PlannedStep& step = plan_.steps[s];
+    if (step.subplans.empty())
+      profile.timings.push_back(node_timing(plan_, step, start - origin_ns, steady_now_ns() - start));
+  }
 }
 
 }  // namespace ember

@@ -9,11 +9,18 @@
 #include "engine/src/backend.h"
 #include "engine/src/plan.h"
 
+#include <ember/profile.h>
+
 #include <functional>
 #include <span>
 #include <vector>
 
 namespace ember {
+
+// What a profile says of one step that ran from start_ns for duration_ns.
+NodeTiming node_timing(const Plan& plan, const PlannedStep& step, int64_t start_ns, int64_t duration_ns);
+// The steady clock in ns, the origin of profile times.
+int64_t steady_now_ns();
 
 class PlanBinding {
  public:
@@ -26,9 +33,13 @@ class PlanBinding {
   void bind_io(std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs);
   void bind_io(std::span<const Tensor> inputs, std::span<Tensor> outputs);
 
-  // Runs step `s`; an error names the node and its device.
-  void run_step(size_t s, int num_threads);
+  // Runs step `s`; an error names the node and its device. `profile` (with the run's
+  // start on the steady clock, ns) reaches steps that record steps of their own.
+  void run_step(size_t s, int num_threads, Profile* profile = nullptr, int64_t origin_ns = 0);
   void run_all(int num_threads);
+  // Runs every step, timing each on the host clock into `profile` (a host plan: the
+  // branches of a planned If); a step that records its own steps is not timed whole.
+  void run_all_profiled(int num_threads, Profile& profile, int64_t origin_ns);
 
   const Plan& plan() const { return plan_; }
   Tensor& tensor(int value) { return tensors_[value]; }

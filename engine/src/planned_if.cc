@@ -2,6 +2,8 @@
 
 #include "engine/src/plan_binding.h"
 
+#include <ember/profile.h>
+
 #include <ember/core/error.h>
 
 #include <algorithm>
@@ -61,7 +63,8 @@ void PlannedIf::run(const RunArgs& args) const {
         *branch.plan, [base](Device) { return base; }, [](Device) { return &host_stream(); });
   }
   bound->bind_io(args.inputs.subspan(1), args.outputs);
-  bound->run_all(args.num_threads);
+  if (args.profile) bound->run_all_profiled(args.num_threads, *args.profile, args.profile_origin_ns);
+  else bound->run_all(args.num_threads);
 }
 
 }  // namespace ember

@@ -294,7 +294,7 @@ void Session::run(std::span<const Tensor> inputs, std::span<Tensor> outputs,
     }
   }
   if (!context) context = std::make_unique<RunContext>(impl_->backends);
-  apply_thread_count(impl_->options.num_threads);
+  const ThreadCountScope threads(impl_->options.num_threads);
   RunSettings settings;
   settings.num_threads = impl_->options.num_threads;
   settings.profile = run_options.profile;

@@ -9,6 +9,7 @@
 
 #include <memory>
 #include <random>
+#include <set>
 
 #include "allocation_counter.h"
 
@@ -151,6 +152,25 @@ TEST(PlannedIf, ASteadyStateRunOfAPlannedIfAllocatesNothing) {
   });
   EXPECT_EQ(allocations, 0);
   for (int64_t i = 0; i < 16; ++i) EXPECT_FLOAT_EQ(out[0].data_as<float>()[i], no.expected(i, false));
+}
+
+TEST(PlannedIf, AProfileNamesTheNodesOfTheBranchTakenNotTheIf) {
+  Graph g = graph_with_if(make_if("c"));
+  Host r;
+  auto plan = r.plan(g, 8);
+  for (bool c : {true, false}) {
+    Profile profile;
+    RunSettings settings;
+    settings.profile = &profile;
+    Inputs in(8, c);
+    std::vector<Tensor> out = {Tensor(DType::Float32, {8})};
+    r.context.run(*plan, in.tensors, out, settings);
+    std::set<std::string> nodes;
+    for (const NodeTiming& t : profile.timings) nodes.insert(t.node);
+    const std::set<std::string> expected = c ? std::set<std::string>{"xw_node", "t_node", "out_node"}
+                                             : std::set<std::string>{"nx_node", "e_node", "out_node"};
+    EXPECT_EQ(nodes, expected);
+  }
 }
 
 TEST(PlannedIf, BranchesThatDisagreeOnShapesRunEagerlyAndSaySo) {

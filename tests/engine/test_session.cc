@@ -156,6 +156,21 @@ TEST(Session, TheDefaultThreadCountIsEveryCoreOfTheProcess) {
   }
 }
 
+// A run sets OpenMP's thread count for its kernels and gives the caller back its own.
+TEST(Session, ARunLeavesTheCallersThreadCountAsItFoundIt) {
+  SessionOptions options;
+  options.num_threads = 2;
+  Session session(kModel, options);
+  const Tensor input = random_images(1, 1);
+  const int before = omp_get_max_threads();
+  for (int callers : {1, 3}) {
+    omp_set_num_threads(callers);
+    session.run({{session.inputs()[0].name, input}});
+    EXPECT_EQ(omp_get_max_threads(), callers);
+  }
+  omp_set_num_threads(before);
+}
+
 // A container's CPU quota caps the default: cgroup v2's cpu.max and v1's cfs files,
 // read from a fake cgroup root.
 TEST(Session, ACgroupCpuQuotaIsReadInCoresRoundedUp) {
