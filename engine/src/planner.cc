@@ -438,7 +438,8 @@ class PlanBuilder {
     if (opset < 9) return "Scan-8 (a batch axis and sequence lengths) is not planned";
     const Attributes& a = node.attributes;
     const int64_t n_scan = a.get_int("num_scan_inputs");
-    if (n_scan < 1 || n_scan > static_cast<int64_t>(node.inputs.size()))
+    if (n_scan < 1) return "it has no scan inputs to count its iterations";
+    if (n_scan > static_cast<int64_t>(node.inputs.size()))
       throw Error(node.label() + ": num_scan_inputs is " + std::to_string(n_scan) + ", with " +
                   std::to_string(node.inputs.size()) + " inputs");
     const std::vector<int64_t> axes = a.get_ints_or("scan_input_axes", {}), dirs = a.get_ints_or("scan_input_directions", {});
