@@ -2,6 +2,7 @@
 
 #include "engine/src/memory_plan.h"
 #include "engine/src/planned_if.h"
+#include "engine/src/planned_loop.h"
 #include "graph/passes/graph_edit.h"
 #include "graph/passes/passes.h"
 #include "ops/evaluate.h"
@@ -46,8 +47,9 @@ size_t Plan::node_steps() const {
 
 namespace {
 
-// A value of the enclosing plan that a sub-plan (an If branch) reads: known while
-// planning (a constant), or else the sub-plan's next run-time input.
+// A value a sub-plan (an If branch, a Loop or Scan body) reads: one of its own graph
+// inputs or a value of the enclosing plan; known while planning (a constant), or else
+// the sub-plan's next run-time input.
 struct OuterValue {
   std::string name;
   TensorType type;
@@ -77,12 +79,20 @@ class PlanBuilder {
     return std::move(plan_);
   }
 
-  // A plan of an If branch: `outer` are the enclosing values it reads, its outputs the
-  // branch's. It runs in its step's workspace on the host.
-  std::unique_ptr<Plan> build_branch(std::span<const OuterValue> outer) {
+  // A plan of an If branch or a Loop or Scan body: `own` describes the body's graph
+  // inputs in order (their names are the graph's), `outer` the enclosing values it
+  // reads; the run-time ones among them, in that order, are its inputs. Its outputs
+  // are the graph's. It runs in its step's workspace on the host.
+  std::unique_ptr<Plan> build_branch(std::span<const OuterValue> outer, std::span<const OuterValue> own = {}) {
+    if (own.size() != graph_.inputs.size())
+      throw Error("body '" + graph_.name + "' has " + std::to_string(graph_.inputs.size()) + " inputs, " +
+                  std::to_string(own.size()) + " are given");
     plan_->output_devices.assign(graph_.outputs.size(), Device{});
     int next_input = 0;
-    for (const OuterValue& o : outer) {
+    std::vector<OuterValue> all(own.begin(), own.end());
+    for (size_t i = 0; i < own.size(); ++i) all[i].name = graph_.inputs[i].name;
+    all.insert(all.end(), outer.begin(), outer.end());
+    for (const OuterValue& o : all) {
       const int id = new_value(o.name, o.type, Device{}, o.known ? Storage::Constant : Storage::Input);
       if (o.known) plan_->values[id].constant = o.known;
       else plan_->values[id].io_index = next_input++;
@@ -158,6 +168,7 @@ class PlanBuilder {
     const int64_t opset = graph_.opset(node.domain);
     if (!plan_->eager.empty()) return add_eager(node, opset);
     if (node.domain.empty() && node.op_type == "If" && plan_if(node, opset)) return;
+    if (node.domain.empty() && (node.op_type == "Loop" || node.op_type == "Scan") && plan_loop(node, opset)) return;
     std::vector<int> in_ids;
     std::vector<TensorType> types;
     std::vector<const Tensor*> values;
@@ -324,14 +335,15 @@ class PlanBuilder {
   // shapes: an If on the sample rate whose other branch expects other sizes) keeps
   // its error, raised only if the run takes it; one whose shapes depend on data
   // leaves the If to run eagerly.
-  PlannedBranch plan_branch(const Graph& branch, std::span<const OuterValue> outer) {
+  PlannedBranch plan_branch(const Graph& branch, std::span<const OuterValue> outer,
+                            std::span<const OuterValue> own = {}) {
     Backend* host[] = {&cpu()};
     PlannerOptions host_options = options_;
     host_options.input_devices.clear();
     host_options.output_devices.clear();
     PlannedBranch result;
     try {
-      result.plan = PlanBuilder(branch, host, weights_, host_options).build_branch(outer);
+      result.plan = PlanBuilder(branch, host, weights_, host_options).build_branch(outer, own);
     } catch (const Error& e) {
       result.error = e.what();
       return result;
@@ -357,6 +369,186 @@ class PlanBuilder {
         return;
       }
     }
+  }
+
+  // A Loop or Scan whose iteration count is known while planning runs as one step over
+  // its body planned once for the per-iteration shapes, when the body plans completely
+  // and keeps its carried values' types. Returns false to run it eagerly (with a note).
+  bool plan_loop(const Node& node, int64_t opset) {
+    LoopBody loop;
+    std::vector<OuterValue> own;
+    std::vector<int> inputs;  // the step's: initial states, full scan inputs
+    std::string why = node.op_type == "Loop" ? loop_trips(node, loop, own, inputs)
+                                             : scan_trips(node, opset, loop, own, inputs);
+    std::vector<TensorType> out_types;
+    if (why.empty()) why = plan_body(node, loop, own, inputs, out_types);
+    // Without a condition input a Loop ignores the condition its body computes.
+    const bool has_condition = node.op_type == "Loop" && node.inputs.size() > 1 && !node.inputs[1].empty();
+    if (why.empty() && has_condition && !is_known_true(*loop.plan, 0))
+      why = "its body's condition is known only at run time, so it may stop early";
+    if (!why.empty()) {
+      plan_->notes.push_back(node.label() + " runs eagerly: " + why);
+      return false;
+    }
+    add_loop_step(node, std::move(loop), inputs, out_types);
+    return true;
+  }
+
+  // Loop: runs M times when M is known and nothing can stop it early (no condition
+  // input, or a known one; the body's condition is then checked once planned). Its
+  // body reads the iteration number, the condition (true), the carried values.
+  std::string loop_trips(const Node& node, LoopBody& loop, std::vector<OuterValue>& own, std::vector<int>& inputs) {
+    auto input = [&](size_t i) { return i < node.inputs.size() && !node.inputs[i].empty() ? lookup(node.inputs[i]) : -1; };
+    const int trips = input(0), cond = input(1);
+    const Tensor* m = trips >= 0 ? known_value(trips) : nullptr;
+    if (trips < 0) return "it has no trip count, only its condition ends it";
+    if (!m) return "its trip count is known only at run time";
+    if (m->dtype() != DType::Int64 || m->numel() != 1) throw Error(node.label() + ": the trip count must be one int64");
+    if (cond >= 0 && !known_value(cond)) return "its condition input is known only at run time";
+    if (*m->data_as<int64_t>() < 0) return "its trip count is negative";
+    const bool runs = cond < 0 || *static_cast<const uint8_t*>(known_value(cond)->data()) != 0;
+    loop.trips = runs ? *m->data_as<int64_t>() : 0;
+    loop.counts_iterations = true;
+    loop.skipped_outputs = 1;
+    own.push_back({"", {DType::Int64, {}}});
+    own.push_back({"", {DType::Bool, {}}, cond >= 0 ? known_value(cond) : &known_true()});
+    for (size_t i = 2; i < node.inputs.size(); ++i) {
+      const int id = input(i);
+      if (id < 0) return "a carried value is absent";
+      own.push_back({"", plan_->values[id].type});
+      inputs.push_back(id);
+    }
+    loop.states = inputs.size();
+    return "";
+  }
+
+  static const Tensor& known_true() {
+    static const Tensor t = [] {
+      Tensor yes(DType::Bool, {});
+      *yes.data_as<uint8_t>() = 1;
+      return yes;
+    }();
+    return t;
+  }
+
+  // Scan (opset 9 on): runs once per slice of its scan inputs; its body reads the
+  // states, then one slice of each scan input (its scan axis removed).
+  std::string scan_trips(const Node& node, int64_t opset, LoopBody& loop, std::vector<OuterValue>& own,
+                         std::vector<int>& inputs) {
+    if (opset < 9) return "Scan-8 (a batch axis and sequence lengths) is not planned";
+    const Attributes& a = node.attributes;
+    const int64_t n_scan = a.get_int("num_scan_inputs");
+    if (n_scan < 1) return "it has no scan inputs to count its iterations";
+    if (n_scan > static_cast<int64_t>(node.inputs.size()))
+      throw Error(node.label() + ": num_scan_inputs is " + std::to_string(n_scan) + ", with " +
+                  std::to_string(node.inputs.size()) + " inputs");
+    const std::vector<int64_t> axes = a.get_ints_or("scan_input_axes", {}), dirs = a.get_ints_or("scan_input_directions", {});
+    loop.states = node.inputs.size() - n_scan;
+    loop.trips = -1;
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      const int id = lookup(node.inputs[i]);
+      inputs.push_back(id);
+      const TensorType& t = plan_->values[id].type;
+      if (i < loop.states) {
+        own.push_back({"", t});
+        continue;
+      }
+      const size_t k = i - loop.states;
+      ScanAxis s{t.shape, k < axes.size() ? axes[k] : 0, k < dirs.size() && dirs[k] != 0};
+      s.axis = normalized_axis(node, s.axis, t.shape.size(), "scan_input_axes");
+      if (loop.trips >= 0 && t.shape[s.axis] != loop.trips) throw Error(node.label() + ": scan inputs differ in length");
+      loop.trips = t.shape[s.axis];
+      Shape slice = t.shape;
+      slice.erase(slice.begin() + s.axis);
+      own.push_back({"", {t.dtype, slice}});
+      loop.scan_inputs.push_back(std::move(s));
+    }
+    return "";
+  }
+
+  static int64_t normalized_axis(const Node& node, int64_t axis, size_t rank, const char* attribute) {
+    const int64_t r = static_cast<int64_t>(rank);
+    if (axis < -r || axis >= r)
+      throw Error(node.label() + ": " + attribute + " has " + std::to_string(axis) + " for rank " + std::to_string(rank));
+    return axis < 0 ? axis + r : axis;
+  }
+
+  // Plans the body into `loop` and sets the step's output types: the states', then
+  // each scan output's slices stacked along its axis. Returns why it cannot be.
+  std::string plan_body(const Node& node, LoopBody& loop, std::span<const OuterValue> own, std::vector<int>& inputs,
+                        std::vector<TensorType>& out_types) {
+    const Graph& body = node.attributes.get_graph("body");
+    std::vector<OuterValue> outer;
+    for (const std::string& name : outer_names(body)) {
+      if (!ids_.count(name) && !find_initializer(name)) continue;
+      const int id = lookup(name);
+      outer.push_back({name, plan_->values[id].type, known_value(id)});
+      if (!outer.back().known) inputs.push_back(id);
+    }
+    PlannedBranch planned = plan_branch(body, outer, own);
+    if (!planned.plan) return "its body cannot be planned: " + planned.error;
+    if (planned.data_dependent) return planned.error;
+    const Plan& plan = *planned.plan;
+    if (plan.output_values.size() != loop.skipped_outputs + node.outputs.size())
+      return "its body has " + std::to_string(plan.output_values.size()) + " outputs";
+    const size_t first_state = loop.counts_iterations ? 2 : 0;
+    for (size_t k = 0; k < loop.states; ++k) {
+      const TensorType& in = own[first_state + k].type;
+      const TensorType& out = plan.values[plan.output_values[loop.skipped_outputs + k]].type;
+      if (!(in == out))
+        return "its body turns carried value " + std::to_string(k) + " from " + dtype_name(in.dtype) + " " +
+               shape_to_string(in.shape) + " into " + dtype_name(out.dtype) + " " + shape_to_string(out.shape);
+      out_types.push_back(in);
+    }
+    const std::vector<int64_t> axes = node.attributes.get_ints_or("scan_output_axes", {}),
+                               dirs = node.attributes.get_ints_or("scan_output_directions", {});
+    for (size_t k = 0; loop.skipped_outputs + loop.states + k < plan.output_values.size(); ++k) {
+      const TensorType& slice = plan.values[plan.output_values[loop.skipped_outputs + loop.states + k]].type;
+      ScanAxis s{slice.shape, k < axes.size() ? axes[k] : 0, k < dirs.size() && dirs[k] != 0};
+      s.axis = normalized_axis(node, s.axis, slice.shape.size() + 1, "scan_output_axes");
+      s.full.insert(s.full.begin() + s.axis, loop.trips);
+      out_types.push_back({slice.dtype, s.full});
+      loop.scan_outputs.push_back(std::move(s));
+    }
+    loop.plan = std::move(planned.plan);
+    return "";
+  }
+
+  // Whether a sub-plan's output `i` is the constant true: a constant output is copied
+  // into place by the plan's last steps (bind_graph_outputs).
+  static bool is_known_true(const Plan& plan, size_t i) {
+    const int out = plan.output_values[i];
+    for (const PlannedStep& s : plan.steps) {
+      if (s.op_type != "Copy" || s.outputs[0] != out) continue;
+      const PlannedValue& v = plan.values[s.inputs[0]];
+      return v.storage == Storage::Constant && v.constant->numel() == 1 &&
+             *static_cast<const uint8_t*>(v.constant->data()) != 0;
+    }
+    return false;
+  }
+
+  void add_loop_step(const Node& node, LoopBody loop, const std::vector<int>& inputs,
+                     const std::vector<TensorType>& out_types) {
+    const int64_t trips = loop.trips;
+    auto kernel = std::make_unique<PlannedLoop>(std::move(loop));
+    PlannedStep step;
+    step.node_label = node.label();
+    step.node_name = node.name.empty() ? node.op_type + "#" + std::to_string(plan_->steps.size()) : node.name;
+    step.op_type = node.op_type;
+    step.kernel = node.op_type + " (body planned, " + std::to_string(trips) + " iterations)";
+    step.device = Device{};
+    for (int id : inputs) step.inputs.push_back(on_device(id, Device{}));
+    for (size_t i = 0; i < node.outputs.size(); ++i) {  // an unused output still gets bytes to be written to
+      const std::string& name = node.outputs[i];
+      const int id = new_value(name.empty() ? step.node_name + "/unused" + std::to_string(i) : name, out_types[i],
+                               Device{}, Storage::Arena);
+      if (!name.empty()) ids_[name] = id;
+      step.outputs.push_back(id);
+    }
+    step.workspace_bytes = kernel->workspace_bytes();
+    step.subplans.push_back({"body", &kernel->body(), ""});
+    step.kernel_impl = std::move(kernel);
+    plan_->steps.push_back(std::move(step));
   }
 
   // Evaluates now, on the host, a node whose result is already determined: its inputs

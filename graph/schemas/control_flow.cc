@@ -1,5 +1,7 @@
-// If, Loop and Scan: their outputs are sized by running a body, so they always run
-// eagerly (see DataDependentShape) and their kernels allocate their own outputs.
+// If, Loop and Scan: their outputs are sized by their bodies, which a schema cannot
+// see into. The planner plans the bodies itself where it can (an If's branches, a Loop
+// with a known trip count, a Scan); what it cannot reaches these rules and runs
+// eagerly (see DataDependentShape), its kernels allocating their own outputs.
 #include "graph/schema.h"
 
 namespace ember {
