@@ -2,6 +2,8 @@
 
 #include "engine/src/plan_binding.h"
 
+#include <ember/profile.h>
+
 #include <ember/core/error.h>
 
 #include <array>
@@ -180,7 +182,8 @@ void PlannedLoop::run(const RunArgs& args) const {
                                                                                     : ws + s.slice_offset);
     }
     b.bound->bind_io(b.inputs, b.outputs);
-    b.bound->run_all(args.num_threads);
+    if (args.profile) b.bound->run_all_profiled(args.num_threads, *args.profile, args.profile_origin_ns);
+    else b.bound->run_all(args.num_threads);
     for (size_t j = 0; j < at.scan_out.size(); ++j) {
       const Slicer& s = at.scan_out[j];
       if (s.in_place()) continue;
