@@ -107,6 +107,14 @@ inline Tensor random_floats(const Shape& shape, uint32_t seed, double lo = -1, d
   return seeded_tensor(DType::Float32, shape, seed, lo, hi);
 }
 
+// Sets graph attribute `name` of `n` (an If branch, a Loop or Scan body).
+inline void set_graph(Node& n, const char* name, std::shared_ptr<Graph> g) {
+  Attribute a;
+  a.kind = Attribute::Kind::Graph;
+  a.g = std::move(g);
+  n.attributes.set(name, std::move(a));
+}
+
 // A node named "n_<op>" reading x0, x1, ... and writing y0, y1, ...
 inline Node make_node(const std::string& op, size_t num_inputs, size_t num_outputs = 1, Attributes attrs = {},
                       const std::string& domain = "") {

@@ -17,13 +17,7 @@ namespace ember {
 namespace {
 
 using test::make_node;
-
-void set_graph(Node& n, const char* name, std::shared_ptr<Graph> g) {
-  Attribute a;
-  a.kind = Attribute::Kind::Graph;
-  a.g = std::move(g);
-  n.attributes.set(name, std::move(a));
-}
+using test::set_graph;
 
 // then: t = (x + w) * x with w a branch initializer; else: e = Neg(x) + y.
 // Both give x's shape unless `else_shrinks`, where else gives x[:1] instead.

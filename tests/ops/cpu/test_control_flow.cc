@@ -13,13 +13,7 @@ namespace {
 
 using test::from_values;
 using test::make_node;
-
-void set_graph(Node& n, const char* name, std::shared_ptr<Graph> g) {
-  Attribute a;
-  a.kind = Attribute::Kind::Graph;
-  a.g = std::move(g);
-  n.attributes.set(name, std::move(a));
-}
+using test::set_graph;
 
 template <class T>
 Tensor scalar(DType dtype, T v) {
