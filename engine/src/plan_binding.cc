@@ -15,6 +15,7 @@ PlanBinding::PlanBinding(const Plan& plan, const std::function<void*(Device)>& a
     if (v.storage == Storage::Arena) data = static_cast<char*>(arena_base(v.device)) + v.offset;
     if (v.storage == Storage::Constant) data = const_cast<void*>(v.constant->data());
     tensors_.push_back(Tensor::view(v.type.dtype, v.type.shape, data, v.device));
+    if (v.storage == Storage::Input || v.storage == Storage::Output) io_values_.push_back(static_cast<int>(tensors_.size()) - 1);
   }
   for (const PlannedStep& step : plan.steps) {
     input_begin_.push_back(inputs_.size());
@@ -30,24 +31,21 @@ PlanBinding::PlanBinding(const Plan& plan, const std::function<void*(Device)>& a
   output_begin_.push_back(outputs_.size());
 }
 
-void PlanBinding::bind_io(std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs) {
-  for (size_t id = 0; id < plan_.values.size(); ++id) {
+template <class InputData, class OutputData>
+void PlanBinding::point_io(const InputData& input_data, const OutputData& output_data) {
+  for (int id : io_values_) {
     const PlannedValue& v = plan_.values[id];
-    if (v.storage == Storage::Input)
-      tensors_[id].reset_view(const_cast<void*>(inputs[v.io_index]->data()));
-    else if (v.storage == Storage::Output)
-      tensors_[id].reset_view(outputs[v.io_index]->data());
+    tensors_[id].reset_view(v.storage == Storage::Input ? const_cast<void*>(input_data(v.io_index))
+                                                        : output_data(v.io_index));
   }
 }
 
+void PlanBinding::bind_io(std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs) {
+  point_io([&](int i) { return inputs[i]->data(); }, [&](int i) { return outputs[i]->data(); });
+}
+
 void PlanBinding::bind_io(std::span<const Tensor> inputs, std::span<Tensor> outputs) {
-  for (size_t id = 0; id < plan_.values.size(); ++id) {
-    const PlannedValue& v = plan_.values[id];
-    if (v.storage == Storage::Input)
-      tensors_[id].reset_view(const_cast<void*>(inputs[v.io_index].data()));
-    else if (v.storage == Storage::Output)
-      tensors_[id].reset_view(outputs[v.io_index].data());
-  }
+  point_io([&](int i) { return inputs[i].data(); }, [&](int i) { return outputs[i].data(); });
 }
 
 NodeTiming node_timing(const Plan& plan, const PlannedStep& step, int64_t start_ns, int64_t duration_ns) {

@@ -46,6 +46,10 @@ class PlanBinding {
   DeviceStream* stream(size_t s) const { return stream_[s]; }
 
  private:
+  // Points every Input and Output value at input_data(io_index) / output_data(io_index).
+  template <class InputData, class OutputData>
+  void point_io(const InputData& input_data, const OutputData& output_data);
+
   const Plan& plan_;
   std::vector<Tensor> tensors_;
   std::vector<const Tensor*> inputs_;
@@ -54,6 +58,7 @@ class PlanBinding {
   std::vector<void*> workspace_;                     // per step
   std::vector<DeviceStream*> stream_;                // per step
   std::vector<std::unique_ptr<KernelState>> state_;  // per step
+  std::vector<int> io_values_;  // the Input and Output values, which bind_io points
 };
 
 }  // namespace ember
