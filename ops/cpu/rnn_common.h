@@ -101,9 +101,12 @@ std::unique_ptr<Kernel> make_recurrent_kernel(KernelInit& init, int64_t workspac
   return std::make_unique<K<float>>(std::forward<Args>(args)...);
 }
 
+// Vectorized: without the simd reduction GCC keeps the sum's order and runs one
+// dependent add per element (an LSTM step of Silero VAD took 71 us, 74% of its run).
 template <class T>
 T dot(const T* a, const T* b, int64_t n) {
   T s = 0;
+#pragma omp simd reduction(+ : s)
   for (int64_t i = 0; i < n; ++i) s += a[i] * b[i];
   return s;
 }
