@@ -52,6 +52,11 @@ def percentile(values, p):
     return ordered[min(max(math.ceil(p / 100 * len(ordered)) - 1, 0), len(ordered) - 1)]
 
 
+def format_ms(value):
+    """A latency for the table: two decimals, three below 1 ms (tiny models)."""
+    return f"{value:.2f}" if value >= 1 else f"{value:.3f}"
+
+
 def summarize(ms, batch):
     mean = sum(ms) / len(ms)
     return {"repeat": len(ms),
@@ -172,11 +177,11 @@ def bench_case(args, label, path, inputs, case_dir):
                                            os.path.join(case_dir, f"summary_{precision}.json"))
         head = f"| {label} | {batch} | {precision} |"
         if ember_summary is None:
-            rows.append(f"{head} failed | {ort_p50:.2f} | - | - | {ort_summary['throughput_per_s']:.1f} | {repeat} |")
+            rows.append(f"{head} failed | {format_ms(ort_p50)} | - | - | {ort_summary['throughput_per_s']:.1f} | {repeat} |")
             errors.append(f"{label} batch {batch} {precision}: {stderr}")
             continue
         ember_p50 = ember_summary["latency_ms"]["p50"]
-        rows.append(f"{head} {ember_p50:.2f} | {ort_p50:.2f} | {ort_p50 / ember_p50:.2f} | "
+        rows.append(f"{head} {format_ms(ember_p50)} | {format_ms(ort_p50)} | {ort_p50 / ember_p50:.2f} | "
                     f"{ember_summary['throughput_per_s']:.1f} | {ort_summary['throughput_per_s']:.1f} | {repeat} |")
     return rows, errors
 
