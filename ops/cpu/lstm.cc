@@ -33,20 +33,29 @@ struct LstmCell {
       const T v = dot(wd + row * in, x, in) + dot(rd + row * hid, h, hid);
       gates[row] = bd ? v + bd[row] + bd[4 * hid + row] : v;
     }
+    // The gates as arrays, so that their activations run vectorized: i and f read
+    // Ct-1 through the peepholes, o reads Ct.
+    T *gi = gates, *go = gates + hid, *gf = gates + 2 * hid, *gc = gates + 3 * hid;
     const T* pd = p ? p + d * 3 * hid : nullptr;
+    if (pd)
+      for (int64_t j = 0; j < hid; ++j) {
+        gi[j] += pd[j] * c[j];
+        gf[j] += pd[2 * hid + j] * c[j];
+      }
     const RnnActivation& f = cfg.activation(d, 0);
-    const RnnActivation& g = cfg.activation(d, 1);
-    const RnnActivation& act_h = cfg.activation(d, 2);
-    for (int64_t j = 0; j < hid; ++j) {
-      const T peep_i = pd ? pd[j] : T(0), peep_o = pd ? pd[hid + j] : T(0),
-              peep_f = pd ? pd[2 * hid + j] : T(0);
-      const T i = f(cfg.clipped(gates[j] + peep_i * c[j]));
-      const T forget = input_forget ? T(1) - i : f(cfg.clipped(gates[2 * hid + j] + peep_f * c[j]));
-      const T cell = g(cfg.clipped(gates[3 * hid + j]));
-      c[j] = forget * c[j] + i * cell;
-      const T o = f(cfg.clipped(gates[hid + j] + peep_o * c[j]));
-      h[j] = o * act_h(c[j]);
-    }
+    activate(f, cfg, true, gi, hid);
+    if (input_forget)
+      for (int64_t j = 0; j < hid; ++j) gf[j] = T(1) - gi[j];
+    else
+      activate(f, cfg, true, gf, hid);
+    activate(cfg.activation(d, 1), cfg, true, gc, hid);
+    for (int64_t j = 0; j < hid; ++j) c[j] = gf[j] * c[j] + gi[j] * gc[j];
+    if (pd)
+      for (int64_t j = 0; j < hid; ++j) go[j] += pd[hid + j] * c[j];
+    activate(f, cfg, true, go, hid);
+    std::copy_n(c, hid, h);  // Ht-1 is spent (the gates read it): Ht = o (.) h(Ct)
+    activate(cfg.activation(d, 2), cfg, false, h, hid);
+    for (int64_t j = 0; j < hid; ++j) h[j] *= go[j];
   }
 };
 

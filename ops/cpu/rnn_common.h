@@ -8,6 +8,7 @@
 #pragma once
 
 #include "ops/cpu/parallel.h"
+#include "ops/cpu/vector_math.h"
 #include "ops/kernel.h"
 
 #include <algorithm>
@@ -99,6 +100,19 @@ std::unique_ptr<Kernel> make_recurrent_kernel(KernelInit& init, int64_t workspac
   }
   init.workspace_bytes = workspace * sizeof(float);
   return std::make_unique<K<float>>(std::forward<Args>(args)...);
+}
+
+// x[i] = a(clip(x[i])) for i < n (`clip`: whether the gate's inputs are bounded). On
+// float32, Sigmoid and Tanh run as the vector math's arrays; everything else per element.
+template <class T>
+void activate(const RnnActivation& a, const RecurrentConfig& cfg, bool clip, T* x, int64_t n) {
+  if (clip && std::isfinite(cfg.clip))
+    for (int64_t i = 0; i < n; ++i) x[i] = cfg.clipped(x[i]);
+  if constexpr (std::is_same_v<T, float>) {
+    if (a.kind == RnnActivationKind::Sigmoid) return vector_unary(ew::UnaryFunction::Sigmoid, {}, x, x, n);
+    if (a.kind == RnnActivationKind::Tanh) return vector_unary(ew::UnaryFunction::Tanh, {}, x, x, n);
+  }
+  for (int64_t i = 0; i < n; ++i) x[i] = a(x[i]);
 }
 
 // Vectorized: without the simd reduction GCC keeps the sum's order and runs one
