@@ -36,21 +36,19 @@ struct GruCell {
       T v = dot(wd + row * in, x, in) + dot(rd + row * hid, state, hid);
       return bd ? v + bd[row] + bd[3 * hid + row] : v;
     };
-    for (int64_t j = 0; j < hid; ++j) {
-      z[j] = f(cfg.clipped(pre(0, j, h)));
-      reset[j] = f(cfg.clipped(pre(1, j, h)));
-    }
+    for (int64_t j = 0; j < 2 * hid; ++j) z[j] = pre(0, j, h);  // rows of z, then of r: z, reset
+    activate(f, cfg, true, z, 2 * hid);
     if (linear_before_reset) {
       for (int64_t j = 0; j < hid; ++j) {
         const int64_t row = 2 * hid + j;
         const T recurrent = dot(rd + row * hid, h, hid) + (bd ? bd[3 * hid + row] : T(0));
-        const T v = dot(wd + row * in, x, in) + reset[j] * recurrent + (bd ? bd[row] : T(0));
-        candidate[j] = g(cfg.clipped(v));
+        candidate[j] = dot(wd + row * in, x, in) + reset[j] * recurrent + (bd ? bd[row] : T(0));
       }
     } else {
       for (int64_t j = 0; j < hid; ++j) reset[j] *= h[j];
-      for (int64_t j = 0; j < hid; ++j) candidate[j] = g(cfg.clipped(pre(2, j, reset)));
+      for (int64_t j = 0; j < hid; ++j) candidate[j] = pre(2, j, reset);
     }
+    activate(g, cfg, true, candidate, hid);
     for (int64_t j = 0; j < hid; ++j) h[j] = (T(1) - z[j]) * candidate[j] + z[j] * h[j];
   }
 };

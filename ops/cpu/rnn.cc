@@ -25,8 +25,9 @@ struct RnnCell {
     for (int64_t j = 0; j < hid; ++j) {
       T g = dot(wd + j * in, x, in) + dot(rd + j * hid, h, hid);
       if (bd) g += bd[j] + bd[hid + j];
-      scratch[j] = f(cfg.clipped(g));
+      scratch[j] = g;
     }
+    activate(f, cfg, true, scratch, hid);
     std::copy_n(scratch, hid, h);
   }
 };
