@@ -35,6 +35,11 @@ memory::desc tensor_desc(const Shape& shape, Layout layout) {
 memory::desc primitive_desc_for(const Shape& shape, Layout layout) {
   return layout == Layout::ChannelsLast ? channels_last_f32_desc(shape) : any_layout(plain_f32_desc(shape));
 }
+// A channels-last value as stored: bfloat16 between convolutions in bf16 sessions
+// (keep_bf16_between_convs), float32 otherwise.
+memory::desc stored_desc(const Shape& shape, Layout layout, bool bf16) {
+  return computed_as(tensor_desc(shape, layout), bf16 ? DenseMath::BFloat16 : DenseMath::Float32);
+}
 
 class ConvKernel final : public Kernel {
  public:
@@ -46,9 +51,11 @@ class ConvKernel final : public Kernel {
     has_bias_ = init.inputs.size() > 2 && init.inputs[2].present();
     has_residual_ = init.inputs.size() > 3 && init.inputs[3].present();
     const bool const_weights = init.values[1] != nullptr;
+    output_bf16_ = init.outputs[0].dtype == DType::BFloat16;
 
     const Shape& y = init.outputs[0].shape;
-    const memory::desc stored_src = tensor_desc(x, layout), stored_dst = tensor_desc(y, layout);
+    const memory::desc stored_src = stored_desc(x, layout, init.inputs[0].dtype == DType::BFloat16);
+    const memory::desc stored_dst = stored_desc(y, layout, output_bf16_);
     bias_md_ = has_bias_ ? plain_f32_desc({w[0]}) : memory::desc();
     const memory::desc plain_w = onnx_weights_desc(w, group);
     memory::dims dilations;
@@ -57,15 +64,15 @@ class ConvKernel final : public Kernel {
     if (has_residual_) ops.append_sum(1.f);
     activation_.append_to(ops);
 
-    // bf16 math: source and weights in bfloat16, accumulation and output in float32.
-    // Only constant weights, converted once here.
+    // bf16 math: source and weights in bfloat16, accumulation in float32, output in
+    // float32 unless it is stored bfloat16. Only constant weights, converted once here.
     const DenseMath math = const_weights ? init.dense_math : DenseMath::Float32;
     DnnlThreadScope threads(init.num_threads);
     const dnnl::convolution_forward::desc desc(
         dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
         computed_as(primitive_desc_for(x, layout), math),
         const_weights ? computed_as(any_layout(plain_w), math) : plain_w, bias_md_,
-        primitive_desc_for(y, layout), to_dnnl_dims(g.strides), dilations,
+        output_bf16_ ? stored_dst : primitive_desc_for(y, layout), to_dnnl_dims(g.strides), dilations,
         to_dnnl_dims(g.pads_begin), to_dnnl_dims(g.pads_end));
     const dnnl::convolution_forward::primitive_desc pd(desc, make_dnnl_attr(ops), dnnl_engine());
     prim_ = dnnl::convolution_forward(pd);
@@ -76,7 +83,8 @@ class ConvKernel final : public Kernel {
     scratch_md_ = pd.scratchpad_desc();
 
     to_src_ = DnnlReorder(stored_src, src_md_);
-    if (has_residual_) to_dst_ = DnnlReorder(stored_dst, dst_md_);
+    // The float32 residual goes into dst as dst's type (rounded to bfloat16 there).
+    if (has_residual_) to_dst_ = DnnlReorder(tensor_desc(y, layout), dst_md_);
     from_dst_ = DnnlReorder(dst_md_, stored_dst);
     WorkspaceLayout ws;
     ws.take(std::max({scratchpad_bytes(pd), to_src_.scratchpad(), to_dst_.scratchpad(), from_dst_.scratchpad()}));
@@ -104,7 +112,7 @@ class ConvKernel final : public Kernel {
                          {DNNL_ARG_DST, &dst_md_, y},
                          {DNNL_ARG_SCRATCHPAD, &scratch_md_, scratch}});
     if (from_dst_) from_dst_.run(y, args.outputs[0]->data(), scratch);
-    activation_.apply_after(args.outputs[0]->data_as<float>(), args.outputs[0]->numel());
+    if (!output_bf16_) activation_.apply_after(args.outputs[0]->data_as<float>(), args.outputs[0]->numel());
   }
 
  private:
@@ -119,12 +127,34 @@ class ConvKernel final : public Kernel {
   memory weights_;
   DnnlReorder to_src_, to_dst_, from_dst_;
   size_t src_at_ = 0, dst_at_ = 0;
-  bool has_bias_ = false, has_residual_ = false;
+  bool has_bias_ = false, has_residual_ = false, output_bf16_ = false;
 };
 
+// What a channels-last conv with a bfloat16 X or output needs (keep_bf16_between_convs
+// marks only such nodes): bf16 math on constant weights, float32 everywhere else, and
+// no activation pass over a float32 output. "" when it can run.
+std::string why_not_bf16(const KernelInit& init, Layout layout) {
+  const bool x_bf16 = init.inputs[0].dtype == DType::BFloat16;
+  if (layout != Layout::ChannelsLast) return "bfloat16 values are read and written by NhwcConv only";
+  if (init.dense_math != DenseMath::BFloat16 || init.values[1] == nullptr)
+    return "bfloat16 values need bf16 math on constant weights";
+  for (size_t i = x_bf16 ? 1 : 0; i < init.inputs.size(); ++i)
+    if (init.inputs[i].present() && init.inputs[i].dtype != DType::Float32) return float32_only(init, i);
+  ew::Activation act;
+  std::string why;
+  if (init.outputs[0].dtype == DType::BFloat16 && fused_activation_of(init.node, &act, &why) &&
+      !FusedActivation(act).in_primitive())
+    return "a bfloat16 output needs its activation applied inside oneDNN";
+  return "";
+}
+
 std::unique_ptr<Kernel> make_conv_in(KernelInit& init, std::string* why_not, Layout layout) {
-  for (size_t i = 0; i < init.inputs.size(); ++i)
-    if (init.inputs[i].present() && !(*why_not = float32_only(init, i)).empty()) return nullptr;
+  if (init.inputs[0].dtype == DType::BFloat16 || init.outputs[0].dtype == DType::BFloat16) {
+    if (!(*why_not = why_not_bf16(init, layout)).empty()) return nullptr;
+  } else {
+    for (size_t i = 0; i < init.inputs.size(); ++i)
+      if (init.inputs[i].present() && !(*why_not = float32_only(init, i)).empty()) return nullptr;
+  }
   if (init.inputs[0].shape.size() > 5) {
     *why_not = "oneDNN convolutions have at most 3 spatial dims";
     return nullptr;

@@ -1,5 +1,6 @@
 #include "ops/cpu/dnnl_util.h"
 
+#include "ops/cpu/activation_in_primitive.h"
 #include "ops/cpu/parallel.h"
 #include "ops/cpu/vector_math.h"
 
@@ -123,6 +124,12 @@ FusedActivation::FusedActivation(const ew::Activation& act) : act_(act) {
   float alpha = 0.f;
   by_dnnl_ = act.kind == ew::Activation::Kind::None || act.is(ew::UnaryFunction::HardSigmoid) ||
              dnnl_eltwise(act, &alg, &alpha);
+}
+
+bool activation_in_primitive(const Node& node) {
+  ew::Activation act;
+  std::string why_not;
+  return fused_activation_of(node, &act, &why_not) && FusedActivation(act).in_primitive();
 }
 
 void FusedActivation::append_to(dnnl::post_ops& ops) const {

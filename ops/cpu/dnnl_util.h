@@ -60,6 +60,7 @@ class FusedActivation {
 
   void append_to(dnnl::post_ops& ops) const;
   void apply_after(float* y, int64_t n) const;  // a no-op when oneDNN applies it
+  bool in_primitive() const { return by_dnnl_; }
 
  private:
   ew::Activation act_;

@@ -1,5 +1,7 @@
-// Conv and FusedConv against a direct-loop convolution.
+// Conv, FusedConv and NhwcConv (with its bfloat16 values) against a direct-loop convolution.
 #include "test_conv_util.h"
+
+#include <ember/core/float16.h>
 
 #include <thread>
 
@@ -214,6 +216,102 @@ TEST(FusedConv, Bf16MathDenseGroupedAndDepthwise) {
   check_conv_bf16({1, 16, 6, 5}, {8, 16, 1, 1}, {{1, 1}, {1, 1}, {0, 0}, {0, 0}}, {1, 8, 6, 5}, false);
   check_conv_bf16({1, 8, 7, 9}, {8, 4, 3, 3}, {{2, 2}, {1, 1}, {1, 1}, {1, 1}, 2}, {1, 8, 4, 5}, true);
   check_conv_bf16({1, 16, 7, 9}, {16, 1, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, {1, 1}, 16}, {1, 16, 7, 9}, false);
+}
+
+// An NCHW float32 tensor's values stored channels-last as float32 or bfloat16.
+Tensor channels_last(const Tensor& nchw, DType dtype) {
+  const Shape& s = nchw.shape();
+  Tensor t(dtype, {s[0], s[2], s[3], s[1]});
+  const float* from = nchw.data_as<float>();
+  for (int64_t n = 0, at = 0; n < s[0]; ++n)
+    for (int64_t h = 0; h < s[2]; ++h)
+      for (int64_t w = 0; w < s[3]; ++w)
+        for (int64_t c = 0; c < s[1]; ++c, ++at) {
+          const float v = from[((n * s[1] + c) * s[2] + h) * s[3] + w];
+          if (dtype == DType::BFloat16) t.data_as<BFloat16>()[at] = BFloat16(v);
+          else t.data_as<float>()[at] = v;
+        }
+  return t;
+}
+
+// NhwcConv between bf16 convolutions (keep_bf16_between_convs): X stored bfloat16
+// and/or the output written bfloat16 ("output_bf16"); weights, bias and residual
+// float32. Reference: the loops on bf16-rounded X and W, plus bias and residual (the
+// residual rounded to bfloat16 where the output is: it is reordered into the bf16 dst
+// before the sum), LeakyReLU, then rounded to bfloat16 where the output is. Tolerance:
+// float32's (kRtol, kAtol), and for a bfloat16 output 1e-2 of |y| (one bfloat16 step
+// is at most 2^-7 = 7.8e-3 of it, where float32 sums in another order straddle a
+// rounding boundary). Against unrounded operands the result must differ by more than
+// 5e-2 of |y| + 1e-2 somewhere, or the bf16 math never reached oneDNN.
+void check_nhwc_conv_bf16_values(const Shape& x_shape, const Shape& w_shape, const ConvParams& p,
+                                 const Shape& y_shape, bool x_bf16, bool out_bf16, bool residual) {
+  const Tensor x = random_floats(x_shape, 81), w = random_floats(w_shape, 82);
+  const Tensor b = random_floats({w_shape[0]}, 83), z = random_floats(y_shape, 84);
+  Node node = conv_node(p, true);
+  node.op_type = "NhwcConv";
+  node.domain = "com.ember";
+  if (out_bf16) node.attributes.set_int("output_bf16", 1);
+  set_activation(node, {"LeakyRelu", {0.1f}});
+  const Tensor x_in = channels_last(x, x_bf16 ? DType::BFloat16 : DType::Float32);
+  const Tensor z_in = channels_last(z, DType::Float32);
+  std::vector<const Tensor*> in{&x_in, &w, &b};
+  if (residual) {
+    node.inputs.push_back("z");
+    in.push_back(&z_in);
+  }
+  const auto y = run_node_bf16(node, 1, in);
+  ASSERT_EQ(y[0].dtype(), out_bf16 ? DType::BFloat16 : DType::Float32);
+  const Tensor z_added = out_bf16 ? rounded_to_bf16(z) : z;
+  auto finish = [&](const std::vector<float>& conv) {
+    Tensor t(DType::Float32, y_shape);
+    for (size_t i = 0; i < conv.size(); ++i) {
+      const float s = conv[i] + (residual ? z_added.data_as<float>()[i] : 0.f);
+      t.data_as<float>()[i] = s > 0 ? s : 0.1f * s;
+    }
+    return channels_last(out_bf16 ? rounded_to_bf16(t) : t, DType::Float32);
+  };
+  expect_close(y[0], finish(reference_conv(rounded_to_bf16(x), rounded_to_bf16(w), &b, p, y_shape)),
+               out_bf16 ? 1e-2 : kRtol, kAtol);
+  const Tensor unrounded = finish(reference_conv(x, w, &b, p, y_shape));
+  double worst = 0;
+  for (int64_t i = 0; i < unrounded.numel(); ++i) {
+    const double want = unrounded.data_as<float>()[i];
+    worst = std::max(worst, std::abs(element(y[0], i) - want) / (std::abs(want) + 1e-2));
+  }
+  EXPECT_GT(worst, 5e-2);
+}
+
+TEST(NhwcConv, Bf16InputFloat32OutputWithResidual) {
+  SKIP_WITHOUT_BF16();
+  check_nhwc_conv_bf16_values({2, 8, 9, 7}, {12, 8, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, {1, 1}}, {2, 12, 9, 7}, true,
+                              false, true);
+}
+
+TEST(NhwcConv, Float32InputBf16OutputWithAndWithoutResidual) {
+  SKIP_WITHOUT_BF16();
+  check_nhwc_conv_bf16_values({1, 16, 6, 5}, {8, 16, 1, 1}, {{1, 1}, {1, 1}, {0, 0}, {0, 0}}, {1, 8, 6, 5}, false,
+                              true, true);
+  check_nhwc_conv_bf16_values({1, 8, 7, 9}, {8, 4, 3, 3}, {{2, 2}, {1, 1}, {1, 1}, {1, 1}, 2}, {1, 8, 4, 5}, false,
+                              true, false);
+}
+
+TEST(NhwcConv, Bf16InputAndOutputDenseAndDepthwise) {
+  SKIP_WITHOUT_BF16();
+  check_nhwc_conv_bf16_values({2, 8, 9, 7}, {12, 8, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, {1, 1}}, {2, 12, 9, 7}, true,
+                              true, true);
+  check_nhwc_conv_bf16_values({1, 16, 7, 9}, {16, 1, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, {1, 1}, 16}, {1, 16, 7, 9},
+                              true, true, false);
+}
+
+// Outside bf16 math (a float32 session) bfloat16 values are declined, so the planner
+// runs the node's decomposition (which casts) instead.
+TEST(NhwcConv, Bf16ValuesDeclinedWithoutBf16Math) {
+  Node node = conv_node({{1, 1}, {1, 1}, {0, 0}, {0, 0}}, false);
+  node.op_type = "NhwcConv";
+  node.domain = "com.ember";
+  EXPECT_NE(why_refused(node, 1, {{DType::BFloat16, {1, 5, 6, 8}}, {DType::Float32, {4, 8, 1, 1}}}), "");
+  node.attributes.set_int("output_bf16", 1);
+  EXPECT_NE(why_refused(node, 1, {{DType::Float32, {1, 5, 6, 8}}, {DType::Float32, {4, 8, 1, 1}}}), "");
 }
 
 // Weights the graph computes are not converted at run time: the conv stays float32.
