@@ -8,6 +8,7 @@
 #include "graph/passes/passes.h"
 #include "graph/schema.h"
 #include "loader/onnx_loader.h"
+#include "ops/cpu/activation_in_primitive.h"
 #include "ops/evaluate.h"
 #include "ops/registry.h"
 
@@ -195,6 +196,9 @@ Session::Session(const std::string& model_path, SessionOptions options)
   // ones pick their own), on float32 values (bf16 math converts inside the kernel).
   const bool for_cpu = impl_->backends.front()->device().kind == DeviceKind::Cpu && options.precision != "fp16";
   if (options.optimize) optimize_graph(impl_->graph, cpu_node_evaluator(), for_cpu);
+  // bf16 convolutions read bfloat16 anyway: between two of them the value stays so,
+  // instead of a float32 write and a reorder back at the reader.
+  if (options.optimize && for_cpu && options.precision == "bf16") keep_bf16_between_convs(impl_->graph, activation_in_primitive);
   if (options.precision == "fp16") impl_->convert_to_half();
   bind_attributes(impl_->graph);  // after every pass: each kernel reads the final nodes
   impl_->upload_weights();

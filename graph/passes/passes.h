@@ -58,6 +58,17 @@ int plan_channels_last(Graph& graph);
 // attention kernel).
 void optimize_graph(Graph& graph, const NodeEvaluator& evaluate, bool for_cpu = false);
 
+// A question the engine answers about a node from its kernels (graph/ never reaches
+// into ops/).
+using NodePredicate = std::function<bool(const Node&)>;
+
+// bf16 CPU sessions, after optimize_graph: an NhwcConv whose output only NhwcConvs read,
+// each as X (not as residual or weight, not a graph output, not read by a subgraph),
+// and whose fused activation `activation_in_primitive` says oneDNN applies, gets
+// "output_bf16" = 1: its output value becomes bfloat16. Its decomposition, and its
+// readers', cast so the fallback still runs in float32. Returns how many were marked.
+int keep_bf16_between_convs(Graph& graph, const NodePredicate& activation_in_primitive);
+
 // The attribute holding a fused node's original nodes.
 inline constexpr const char* kDecompositionAttribute = "decomposition";
 
