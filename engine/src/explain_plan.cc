@@ -9,7 +9,10 @@ namespace {
 std::string where(const Plan& plan, int id) {
   if (id < 0) return "-";
   const PlannedValue& v = plan.values[id];
-  std::string s = v.name + shape_to_string(v.type.shape) + "@";
+  // float32 goes unsaid; other types (bfloat16 between bf16 convolutions, int64
+  // indices) are named, since they change the bytes a value takes.
+  const bool f32 = v.type.dtype == DType::Float32;
+  std::string s = v.name + shape_to_string(v.type.shape) + (f32 ? "" : std::string(" ") + dtype_name(v.type.dtype)) + "@";
   switch (v.storage) {
     case Storage::Arena: return s + v.device.to_string() + "+" + std::to_string(v.offset);
     case Storage::Constant: return s + "const";
