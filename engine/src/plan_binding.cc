@@ -31,6 +31,11 @@ PlanBinding::PlanBinding(const Plan& plan, const std::function<void*(Device)>& a
   output_begin_.push_back(outputs_.size());
 }
 
+std::unique_ptr<PlanBinding> PlanBinding::on_host(const Plan& plan, void* arena) {
+  static DeviceStream host_stream;  // the host's stream does nothing
+  return std::make_unique<PlanBinding>(plan, [arena](Device) { return arena; }, [](Device) { return &host_stream; });
+}
+
 template <class InputData, class OutputData>
 void PlanBinding::point_io(const InputData& input_data, const OutputData& output_data) {
   for (int id : io_values_) {
@@ -81,17 +86,17 @@ void PlanBinding::run_step(size_t s, int num_threads, Profile* profile, int64_t 
   }
 }
 
-void PlanBinding::run_all(int num_threads) {
-  for (size_t s = 0; s < plan_.steps.size(); ++s) run_step(s, num_threads);
-}
-
-void PlanBinding::run_all_profiled(int num_threads, Profile& profile, int64_t origin_ns) {
+void PlanBinding::run_all(int num_threads, Profile* profile, int64_t origin_ns) {
+  if (!profile) {
+    for (size_t s = 0; s < plan_.steps.size(); ++s) run_step(s, num_threads);
+    return;
+  }
   for (size_t s = 0; s < plan_.steps.size(); ++s) {
     const int64_t start = steady_now_ns();
-    run_step(s, num_threads, &profile, origin_ns);
+    run_step(s, num_threads, profile, origin_ns);
     const PlannedStep& step = plan_.steps[s];
     if (step.subplans.empty())
-      profile.timings.push_back(node_timing(plan_, step, start - origin_ns, steady_now_ns() - start));
+      profile->timings.push_back(node_timing(plan_, step, start - origin_ns, steady_now_ns() - start));
   }
 }
 

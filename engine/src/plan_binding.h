@@ -12,6 +12,7 @@
 #include <ember/profile.h>
 
 #include <functional>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -29,6 +30,10 @@ class PlanBinding {
   PlanBinding(const Plan& plan, const std::function<void*(Device)>& arena_base,
               const std::function<DeviceStream*(Device)>& stream);
 
+  // A host-only plan (a planned If branch, a Loop or Scan body) bound over `arena`: the
+  // workspace of the step that runs it.
+  static std::unique_ptr<PlanBinding> on_host(const Plan& plan, void* arena);
+
   // Points the plan's Input and Output values at the caller's tensors' bytes.
   void bind_io(std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs);
   void bind_io(std::span<const Tensor> inputs, std::span<Tensor> outputs);
@@ -36,10 +41,9 @@ class PlanBinding {
   // Runs step `s`; an error names the node and its device. `profile` (with the run's
   // start on the steady clock, ns) reaches steps that record steps of their own.
   void run_step(size_t s, int num_threads, Profile* profile = nullptr, int64_t origin_ns = 0);
-  void run_all(int num_threads);
-  // Runs every step, timing each on the host clock into `profile` (a host plan: the
-  // branches of a planned If); a step that records its own steps is not timed whole.
-  void run_all_profiled(int num_threads, Profile& profile, int64_t origin_ns);
+  // Runs every step; with a `profile`, timing each on the host clock (a host plan: a
+  // planned If's branch, a Loop or Scan body) except those that record their own steps.
+  void run_all(int num_threads, Profile* profile = nullptr, int64_t origin_ns = 0);
 
   const Plan& plan() const { return plan_; }
   Tensor& tensor(int value) { return tensors_[value]; }

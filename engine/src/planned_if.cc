@@ -19,11 +19,6 @@ struct BranchBindings final : KernelState {
   std::unique_ptr<PlanBinding> bound[2];  // else, then
 };
 
-DeviceStream& host_stream() {
-  static DeviceStream stream;  // the host's stream does nothing
-  return stream;
-}
-
 }  // namespace
 
 PlannedIf::PlannedIf(PlannedBranch then_branch, PlannedBranch else_branch)
@@ -58,13 +53,10 @@ void PlannedIf::run(const RunArgs& args) const {
   if (!branch.plan) throw Error(branch.error);
   std::unique_ptr<PlanBinding>& bound = bindings.bound[taken];
   if (!bound) {
-    void* base = args.workspace;
-    bound = std::make_unique<PlanBinding>(
-        *branch.plan, [base](Device) { return base; }, [](Device) { return &host_stream(); });
+    bound = PlanBinding::on_host(*branch.plan, args.workspace);
   }
   bound->bind_io(args.inputs.subspan(1), args.outputs);
-  if (args.profile) bound->run_all_profiled(args.num_threads, *args.profile, args.profile_origin_ns);
-  else bound->run_all(args.num_threads);
+  bound->run_all(args.num_threads, args.profile, args.profile_origin_ns);
 }
 
 }  // namespace ember

@@ -18,11 +18,6 @@ constexpr size_t kNone = ~size_t{0};
 
 size_t align_up(size_t n) { return (n + kAlign - 1) / kAlign * kAlign; }
 
-DeviceStream& host_stream() {
-  static DeviceStream stream;  // the host's stream does nothing
-  return stream;
-}
-
 // Iteration `index`'s slice of a tensor cut along one axis: `outer` runs of
 // `inner_bytes` each, `length` slices apart.
 struct Slicer {
@@ -81,8 +76,7 @@ class PlannedLoop::State final : public KernelState {
  public:
   void bind(const LoopBody& body, void* at) {
     workspace = at;
-    bound = std::make_unique<PlanBinding>(
-        *body.plan, [at](Device) { return at; }, [](Device) { return &host_stream(); });
+    bound = PlanBinding::on_host(*body.plan, at);
     const std::vector<TensorType> in = input_types(*body.plan);
     const size_t own = (body.counts_iterations ? 1 : 0) + body.states + body.scan_inputs.size();
     in_views.clear();
@@ -182,8 +176,7 @@ void PlannedLoop::run(const RunArgs& args) const {
                                                                                     : ws + s.slice_offset);
     }
     b.bound->bind_io(b.inputs, b.outputs);
-    if (args.profile) b.bound->run_all_profiled(args.num_threads, *args.profile, args.profile_origin_ns);
-    else b.bound->run_all(args.num_threads);
+    b.bound->run_all(args.num_threads, args.profile, args.profile_origin_ns);
     for (size_t j = 0; j < at.scan_out.size(); ++j) {
       const Slicer& s = at.scan_out[j];
       if (s.in_place()) continue;
