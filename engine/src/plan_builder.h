@@ -12,6 +12,7 @@
 #include "graph/graph.h"
 #include "ops/registry.h"
 
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <span>
@@ -85,6 +86,9 @@ class PlanBuilder {
   bool plan_if(const Node& node, int64_t opset);
   void inline_branch(const Node& node, int64_t opset, bool condition);
   bool plan_branches(const Node& node);
+  // The values of this plan that `bodies` read (sorted, once each); the ids of those
+  // known only at run time are appended to `run_time`, in that order.
+  std::vector<OuterValue> outer_values(std::initializer_list<const Graph*> bodies, std::vector<int>& run_time);
   PlannedBranch plan_branch(const Graph& branch, std::span<const OuterValue> outer,
                             std::span<const OuterValue> own = {});
   bool plan_loop(const Node& node, int64_t opset);

@@ -106,20 +106,26 @@ void PlanBuilder::inline_branch(const Node& node, int64_t opset, bool condition)
   }
 }
 
-bool PlanBuilder::plan_branches(const Node& node) {
-  const Graph& then_graph = node.attributes.get_graph("then_branch");
-  const Graph& else_graph = node.attributes.get_graph("else_branch");
+std::vector<OuterValue> PlanBuilder::outer_values(std::initializer_list<const Graph*> bodies,
+                                                   std::vector<int>& run_time) {
   std::set<std::string> names;
-  for (const Graph* g : {&then_graph, &else_graph})
+  for (const Graph* g : bodies)
     for (const std::string& name : outer_names(*g))
       if (ids_.count(name) || find_initializer(name)) names.insert(name);
   std::vector<OuterValue> outer;
-  std::vector<int> run_time;  // the outer values the step passes in
   for (const std::string& name : names) {
     const int id = lookup(name);
     outer.push_back({name, plan_->values[id].type, known_value(id)});
     if (!outer.back().known) run_time.push_back(id);
   }
+  return outer;
+}
+
+bool PlanBuilder::plan_branches(const Node& node) {
+  const Graph& then_graph = node.attributes.get_graph("then_branch");
+  const Graph& else_graph = node.attributes.get_graph("else_branch");
+  std::vector<int> run_time;  // the outer values the step passes in
+  const std::vector<OuterValue> outer = outer_values({&then_graph, &else_graph}, run_time);
   PlannedBranch then_branch = plan_branch(then_graph, outer), else_branch = plan_branch(else_graph, outer);
   std::string why = !then_branch.plan && !else_branch.plan ? "neither branch can be planned: " + then_branch.error
                     : then_branch.data_dependent ? then_branch.error
@@ -273,13 +279,7 @@ std::string PlanBuilder::scan_trips(const Node& node, int64_t opset, LoopBody& l
 std::string PlanBuilder::plan_body(const Node& node, LoopBody& loop, std::span<const OuterValue> own,
                                    std::vector<int>& inputs, std::vector<TensorType>& out_types) {
   const Graph& body = node.attributes.get_graph("body");
-  std::vector<OuterValue> outer;
-  for (const std::string& name : outer_names(body)) {
-    if (!ids_.count(name) && !find_initializer(name)) continue;
-    const int id = lookup(name);
-    outer.push_back({name, plan_->values[id].type, known_value(id)});
-    if (!outer.back().known) inputs.push_back(id);
-  }
+  const std::vector<OuterValue> outer = outer_values({&body}, inputs);
   PlannedBranch planned = plan_branch(body, outer, own);
   if (!planned.plan) return "its body cannot be planned: " + planned.error;
   if (planned.data_dependent) return planned.error;
