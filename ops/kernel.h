@@ -4,6 +4,7 @@
 
 #include "graph/graph.h"
 #include "graph/schema.h"
+#include "ops/packed_weights.h"
 
 #include <ember/core/tensor.h>
 
@@ -40,6 +41,13 @@ struct KernelInit {
   // The device's plan-time stream (the stream and library handles to pick algorithms
   // with); nullptr on the host.
   const KernelStream* device_context = nullptr;
+
+  // Per input: true when values[i] is a weight of the session (it lives as long as the
+  // session), whose packed forms `packed_weights` keeps and shares between plans. A
+  // value folded for this plan alone is packed by the kernel for itself.
+  std::vector<bool> weights = {};
+  PackedWeights* packed_weights = nullptr;
+  bool is_weight(size_t input) const { return packed_weights && input < weights.size() && weights[input]; }
 
   // Set by the kernel's factory: scratch bytes its run needs (given in RunArgs).
   size_t workspace_bytes = 0;

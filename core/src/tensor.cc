@@ -1,6 +1,8 @@
 #include <ember/core/error.h>
 #include <ember/core/tensor.h>
 
+#include "core/src/host_memory.h"
+
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -20,11 +22,9 @@ namespace {
 
 // Host allocations are 64-byte aligned so vector kernels and oneDNN get aligned rows.
 std::shared_ptr<void> allocate_host(size_t bytes) {
-  const size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, rounded);
+  void* p = allocate_host_block(bytes);
   if (!p) throw Error("out of host memory allocating " + std::to_string(bytes) + " bytes");
-  std::memset(p, 0, rounded);
-  return std::shared_ptr<void>(p, std::free);
+  return std::shared_ptr<void>(p, [bytes](void* q) { release_host_block(q, bytes); });
 }
 
 void check_shape(const Shape& shape) {

@@ -1,5 +1,7 @@
 #include "engine/src/backend.h"
 
+#include "core/src/host_memory.h"
+
 #include <ember/core/error.h>
 
 #include <cstdlib>
@@ -23,7 +25,7 @@ class CpuBackend final : public Backend {
  public:
   Device device() const override { return Device{DeviceKind::Cpu, 0}; }
   void* allocate(size_t bytes, const std::string& what) override {
-    void* p = std::aligned_alloc(64, (std::max<size_t>(bytes, 1) + 63) / 64 * 64);
+    void* p = allocate_host_block(bytes);
     if (!p) throw Error("out of host memory: " + what + " needs " + std::to_string(bytes) + " bytes");
     std::lock_guard lock(mutex_);
     sizes_[p] = bytes;
@@ -33,15 +35,16 @@ class CpuBackend final : public Backend {
     return p;
   }
   void release(void* p) override {
+    size_t bytes = 0;
     {
       std::lock_guard lock(mutex_);
       auto it = sizes_.find(p);
-      if (it != sizes_.end()) {
-        use_.in_use_bytes -= it->second;
-        sizes_.erase(it);
-      }
+      if (it == sizes_.end()) return;
+      bytes = it->second;
+      use_.in_use_bytes -= bytes;
+      sizes_.erase(it);
     }
-    std::free(p);
+    release_host_block(p, bytes);
   }
   // Arenas only: host weights stay where the loader put them.
   MemoryUse memory_use() const override {

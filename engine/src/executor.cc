@@ -4,6 +4,7 @@
 
 #include "ops/evaluate.h"
 
+#include <algorithm>
 #include <unordered_map>
 
 namespace ember {
@@ -50,12 +51,14 @@ void* RunContext::arena_base(Device device, size_t needed) {
   return a.data;
 }
 
-RunContext::Binding& RunContext::bind(const Plan& plan) {
+RunContext::Binding& RunContext::bind(const Plan& plan, const std::shared_ptr<const Plan>& owner) {
   for (const auto& [device, bytes] : plan.arena_bytes) arena_base(device, bytes);
-  auto it = bindings_.find(&plan);
+  auto it = bindings_.find(plan.id);
   if (it != bindings_.end()) return it->second;
 
-  Binding& b = bindings_[&plan];
+  Binding& b = bindings_[plan.id];
+  b.owner = owner;
+  b.arena_bytes = plan.arena_bytes;
   b.bound = std::make_unique<PlanBinding>(
       plan, [&](Device d) { return arena_base(d, 0); }, [&](Device d) { return arena_for(d).stream.get(); });
   find_segments(plan, b);
@@ -93,9 +96,36 @@ void RunContext::find_segments(const Plan& plan, Binding& b) {
   }
 }
 
+void RunContext::release_unused(const std::function<bool(uint64_t plan_id)>& keep) {
+  std::erase_if(bindings_, [&](const auto& entry) { return !keep(entry.first); });
+  std::vector<size_t> needed(arenas_.size(), 0);
+  for (const auto& [id, b] : bindings_)
+    for (const auto& [device, bytes] : b.arena_bytes)
+      for (size_t i = 0; i < arenas_.size(); ++i)
+        if (arenas_[i].backend->device() == device) needed[i] = std::max(needed[i], bytes);
+  bool shrunk = false;
+  for (size_t i = 0; i < arenas_.size(); ++i) {
+    Arena& a = arenas_[i];
+    if (!a.data || a.bytes <= needed[i]) continue;
+    a.stream->synchronize();
+    a.backend->release(a.data);
+    a.data = nullptr;
+    a.bytes = 0;
+    shrunk = true;
+  }
+  // Smaller memory means new addresses: every binding is made again on its next run.
+  if (shrunk) bindings_.clear();
+}
+
+size_t RunContext::arena_bytes(Device device) const {
+  for (const Arena& a : arenas_)
+    if (a.backend->device() == device) return a.bytes;
+  return 0;
+}
+
 void RunContext::run(const Plan& plan, std::span<const Tensor> inputs, std::span<Tensor> outputs,
-                     const RunSettings& settings) {
-  Binding& b = bind(plan);
+                     const RunSettings& settings, const std::shared_ptr<const Plan>& owner) {
+  Binding& b = bind(plan, owner);
   b.bound->bind_io(inputs, outputs);
 
   const int64_t run_start = steady_now_ns();

@@ -10,7 +10,9 @@
 
 #include <ember/profile.h>
 
+#include <functional>
 #include <map>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -29,9 +31,18 @@ class RunContext {
   RunContext(const RunContext&) = delete;
   RunContext& operator=(const RunContext&) = delete;
 
-  // Runs `plan` on `inputs`, writing into `outputs` (shapes already right).
+  // Runs `plan` on `inputs`, writing into `outputs` (shapes already right). The
+  // context keeps `plan` bound to its arenas for the next run; `owner`, when given,
+  // keeps it alive while it is bound (else the caller keeps it alive as long as the
+  // context).
   void run(const Plan& plan, std::span<const Tensor> inputs, std::span<Tensor> outputs,
-           const RunSettings& settings);
+           const RunSettings& settings, const std::shared_ptr<const Plan>& owner = nullptr);
+
+  // Drops the bindings of plans `keep` says no, and gives back arena memory no bound
+  // plan needs (a plan cache evicted the plans that needed it).
+  void release_unused(const std::function<bool(uint64_t plan_id)>& keep);
+  // Arena bytes held on `device`.
+  size_t arena_bytes(Device device) const;
 
  private:
   struct Arena {
@@ -53,11 +64,13 @@ class RunContext {
   // The plan bound to this context's arenas, and its capturable segments; built once
   // per plan.
   struct Binding {
+    std::shared_ptr<const Plan> owner;
+    std::vector<std::pair<Device, size_t>> arena_bytes;  // the plan's
     std::unique_ptr<PlanBinding> bound;
     std::vector<Segment> segments;
   };
 
-  Binding& bind(const Plan& plan);
+  Binding& bind(const Plan& plan, const std::shared_ptr<const Plan>& owner);
   void find_segments(const Plan& plan, Binding& b);
   void run_with_graphs(const Plan& plan, Binding& b, int num_threads);
   void run_profiled(const Plan& plan, Binding& b, int num_threads, Profile& profile, int64_t origin_ns);
@@ -68,7 +81,7 @@ class RunContext {
   Arena& arena_for(Device device);
 
   std::vector<Arena> arenas_;
-  std::map<const Plan*, Binding> bindings_;
+  std::map<uint64_t, Binding> bindings_;  // by plan id
 };
 
 }  // namespace ember

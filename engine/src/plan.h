@@ -8,6 +8,7 @@
 
 #include <ember/core/tensor.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -57,7 +58,12 @@ struct PlannedStep {
   std::vector<Subplan> subplans;
 };
 
+// A number no other plan of this process has had.
+uint64_t new_plan_id();
+
 struct Plan {
+  // What run contexts key their bindings by (a freed plan's address may be reused).
+  uint64_t id = new_plan_id();
   // The signature this plan is for: input shapes, and where inputs and outputs live.
   std::vector<Shape> input_shapes;
   std::vector<Device> input_devices, output_devices;

@@ -10,6 +10,7 @@
 #include <ember/core/error.h>
 
 #include <algorithm>
+#include <atomic>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -22,6 +23,11 @@ const Tensor* WeightCache::get(const std::string& name, const Tensor& host, Back
   auto it = uploaded_.find(key);
   if (it == uploaded_.end()) it = uploaded_.emplace(key, backend.upload(host, name)).first;
   return &it->second;
+}
+
+uint64_t new_plan_id() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
 }
 
 size_t Plan::arena_size(Device device) const {
@@ -297,6 +303,9 @@ PlanBuilder::Choice PlanBuilder::choose_kernel(const Node& node, int64_t opset, 
       init.num_threads = options_.num_threads;
       init.dense_math = options_.dense_math;
       init.device_context = backend->plan_context();
+      init.packed_weights = &weights_.packed();
+      for (size_t i = 0; i < values.size(); ++i)
+        init.weights.push_back(values[i] && i < node.inputs.size() && values[i] == find_initializer(node.inputs[i]));
       std::string why;
       std::unique_ptr<Kernel> kernel;
       try {

@@ -7,6 +7,7 @@
 #include "engine/src/backend.h"
 #include "engine/src/plan.h"
 #include "graph/graph.h"
+#include "ops/packed_weights.h"
 
 #include <map>
 #include <memory>
@@ -16,12 +17,16 @@
 
 namespace ember {
 
-// Weights uploaded to devices, once per session, shared by every plan.
+// Weights uploaded to devices, and their packed forms, once per session, shared by
+// every plan.
 class WeightCache {
  public:
   const Tensor* get(const std::string& name, const Tensor& host, Backend& backend);
+  PackedWeights& packed() { return packed_; }
+  const PackedWeights& packed() const { return packed_; }
 
  private:
+  PackedWeights packed_;
   std::mutex mutex_;
   std::map<std::pair<std::string, std::string>, Tensor> uploaded_;
 };

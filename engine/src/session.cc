@@ -3,6 +3,7 @@
 
 #include "engine/src/device_select.h"
 #include "engine/src/executor.h"
+#include "engine/src/plan_cache.h"
 #include "engine/src/planner.h"
 #include "graph/passes/convert_float16.h"
 #include "graph/passes/passes.h"
@@ -12,10 +13,16 @@
 #include "ops/evaluate.h"
 #include "ops/registry.h"
 
+#include <cstdio>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+#include <fstream>
 #include <functional>
 #include <iostream>
+#include <map>
+#include <utility>
 #include <mutex>
-#include <shared_mutex>
 
 namespace ember {
 
@@ -27,22 +34,35 @@ struct Session::Impl {
   WeightCache weights;
   std::vector<ValueDesc> input_descs, output_descs;
 
-  std::shared_mutex plans_mutex;
-  std::vector<std::unique_ptr<Plan>> plans;
+  std::unique_ptr<PlanCache> plans;
+  std::mutex planning_mutex;  // one plan made at a time; runs of cached plans go on
 
   std::mutex contexts_mutex;
   std::vector<std::unique_ptr<RunContext>> idle_contexts;
 
-  const Plan& plan_for(std::span<const Tensor> inputs, std::span<const Tensor> outputs = {});
+  std::shared_ptr<const Plan> plan_for(std::span<const Tensor> inputs, std::span<const Tensor> outputs = {});
+  std::unique_ptr<RunContext> take_context();
+  void return_context(std::unique_ptr<RunContext> context, uint64_t evictions_seen);
   void check_inputs(std::span<const Tensor> inputs) const;
   bool runs_on(Device device) const;
   void upload_weights();
   void convert_to_half();
   Float16Summary float16;  // what --precision fp16 converted
   void warn_if_mostly_on_host(const Plan& plan) const;
+  void give_back_packed_originals(const Plan& plan);
+  bool originals_checked = false;
 };
 
 namespace {
+
+// An evicted plan frees thousands of small blocks (kernels, descriptors, JIT code); glibc
+// keeps freed heap pages mapped, up to a threshold it raises after every large free, so
+// a service cycling through shapes held megabytes it no longer used. Plan-time only.
+void give_back_free_heap() {
+#ifdef __GLIBC__
+  malloc_trim(0);
+#endif
+}
 
 ValueDesc describe(const ValueInfo& v) {
   ValueDesc d{v.name, v.dtype, {}};
@@ -54,14 +74,6 @@ ValueDesc describe(const ValueInfo& v) {
 // Host outputs when the caller passes none (make_outputs, explain).
 Device output_device(std::span<const Tensor> outputs, size_t i) {
   return i < outputs.size() ? outputs[i].device() : Device{};
-}
-
-bool same_signature(const Plan& plan, std::span<const Tensor> inputs, std::span<const Tensor> outputs) {
-  for (size_t i = 0; i < inputs.size(); ++i)
-    if (plan.input_shapes[i] != inputs[i].shape() || !(plan.input_devices[i] == inputs[i].device())) return false;
-  for (size_t i = 0; i < plan.output_devices.size(); ++i)
-    if (!(plan.output_devices[i] == output_device(outputs, i))) return false;
-  return true;
 }
 
 }  // namespace
@@ -148,17 +160,58 @@ void Session::Impl::warn_if_mostly_on_host(const Plan& plan) const {
             << backends.front()->device().to_string() << " (--explain, or Session::explain, says why)\n";
 }
 
-// Plans are cached per signature (input shapes, where inputs and outputs live); the
-// lookup compares in place so that a steady-state run allocates nothing.
-const Plan& Session::Impl::plan_for(std::span<const Tensor> inputs, std::span<const Tensor> outputs) {
-  {
-    std::shared_lock lock(plans_mutex);
-    for (const auto& p : plans)
-      if (same_signature(*p, inputs, outputs)) return *p;
+// Weights held once: a MatMul or Gemm weight that every reader reads packed (input 1,
+// made into oneDNN's layout at plan time) gives its original bytes back once the first
+// plan has packed it; a later plan that wants another layout reorders a packed form
+// (ops/cpu/dnnl_util.cc). Only on the CPU, in float32 or bf16 math (a GPU uploads the
+// original, a float16 session converts it), and not without graph optimizations, which
+// keep the model as it was read.
+void Session::Impl::give_back_packed_originals(const Plan& plan) {
+  // Only with the first plan, which no run can be using yet.
+  if (std::exchange(originals_checked, true)) return;
+  if (!options.optimize || backends.size() != 1 || options.precision == "fp16" || !plan.eager.empty()) return;
+  std::map<std::string, bool> only_packed;  // initializer -> every reader packs it
+  auto read = [&](const std::string& name, bool packs) {
+    if (!graph.is_initializer(name)) return;
+    auto [it, first] = only_packed.try_emplace(name, packs);
+    it->second = it->second && packs;
+  };
+  for (const Node& node : graph.nodes) {
+    const bool dense = (node.domain.empty() && (node.op_type == "MatMul" || node.op_type == "Gemm")) ||
+                       (node.domain == "com.ember" && (node.op_type == "FusedMatMul" || node.op_type == "FusedGemm"));
+    for (size_t i = 0; i < node.inputs.size(); ++i)
+      if (!node.inputs[i].empty()) read(node.inputs[i], dense && i == 1 && !graph.is_initializer(node.inputs[0]));
+    for (const auto& [name, attribute] : node.attributes.all()) {
+      std::vector<const Graph*> bodies;
+      if (attribute.g) bodies.push_back(attribute.g.get());
+      for (const auto& g : attribute.graphs) bodies.push_back(g.get());
+      for (const Graph* body : bodies)
+        for (const std::string& outer : outer_names(*body)) read(outer, false);
+    }
   }
-  std::unique_lock lock(plans_mutex);
-  for (const auto& p : plans)
-    if (same_signature(*p, inputs, outputs)) return *p;
+  for (const ValueInfo& out : graph.outputs) read(out.name, false);
+  for (const auto& [name, packed_only] : only_packed) {
+    Tensor& weight = graph.initializers.at(name);
+    if (!packed_only || weight.dtype() != DType::Float32 || weight.rank() != 2 ||
+        weights.packed().forms_of(weight).empty())
+      continue;
+    const void* bytes = weight.data();
+    weight = Tensor::view(weight.dtype(), weight.shape(), nullptr);
+    // A fused node's decomposition holds its own copy of the weight, sharing the bytes.
+    for (const Node& node : graph.nodes)
+      if (const Attribute* parts = node.attributes.find(kDecompositionAttribute); parts && parts->g)
+        for (auto& [part_name, copy] : parts->g->initializers)
+          if (copy.data() == bytes) copy = Tensor::view(copy.dtype(), copy.shape(), nullptr);
+  }
+}
+
+// Plans are cached per signature (input shapes, where inputs and outputs live); a
+// steady-state lookup allocates nothing. Plans are made one at a time, outside the
+// cache's lock, so runs of cached shapes go on meanwhile.
+std::shared_ptr<const Plan> Session::Impl::plan_for(std::span<const Tensor> inputs, std::span<const Tensor> outputs) {
+  if (auto plan = plans->find(inputs, outputs)) return plan;
+  std::lock_guard planning(planning_mutex);
+  if (auto plan = plans->find(inputs, outputs)) return plan;  // made while this thread waited
   std::vector<Shape> shapes;
   PlannerOptions planner_options;
   planner_options.num_threads = options.num_threads;
@@ -174,14 +227,46 @@ const Plan& Session::Impl::plan_for(std::span<const Tensor> inputs, std::span<co
                   ", a device this session does not run on (device option '" + options.device + "')");
     planner_options.output_devices.push_back(d);
   }
-  plans.push_back(build_plan(graph, shapes, backends, weights, planner_options));
-  warn_if_mostly_on_host(*plans.back());
-  return *plans.back();
+  std::unique_ptr<Plan> plan = build_plan(graph, shapes, backends, weights, planner_options);
+  warn_if_mostly_on_host(*plan);
+  give_back_packed_originals(*plan);
+  const uint64_t evictions = plans->evictions();
+  std::shared_ptr<const Plan> added = plans->add(std::move(plan));
+  if (plans->evictions() != evictions) {  // idle contexts let go of what the evicted plans held
+    {
+      std::lock_guard lock(contexts_mutex);
+      for (auto& context : idle_contexts) context->release_unused([&](uint64_t id) { return plans->contains(id); });
+    }
+    give_back_free_heap();
+  }
+  return added;
+}
+
+std::unique_ptr<RunContext> Session::Impl::take_context() {
+  std::unique_ptr<RunContext> context;
+  {
+    std::lock_guard lock(contexts_mutex);
+    if (!idle_contexts.empty()) {
+      context = std::move(idle_contexts.back());
+      idle_contexts.pop_back();
+    }
+  }
+  if (!context) context = std::make_unique<RunContext>(backends);
+  return context;
+}
+
+// A context that ran while plans were evicted may still hold them: it lets go first.
+void Session::Impl::return_context(std::unique_ptr<RunContext> context, uint64_t evictions_seen) {
+  if (plans->evictions() != evictions_seen)
+    context->release_unused([&](uint64_t id) { return plans->contains(id); });
+  std::lock_guard lock(contexts_mutex);
+  idle_contexts.push_back(std::move(context));
 }
 
 Session::Session(const std::string& model_path, SessionOptions options)
     : impl_(std::make_unique<Impl>()) {
   impl_->options = options;
+  impl_->plans = std::make_unique<PlanCache>(PlanCacheLimits{options.plan_cache_max_plans, options.plan_cache_max_bytes});
   // Resolved once: kernels are built for the count they run with (oneDNN fixes its
   // thread split when a primitive is created), so 0 must not reach them as "one".
   impl_->options.num_threads = resolve_thread_count(options.num_threads);
@@ -221,7 +306,8 @@ const std::vector<ValueDesc>& Session::outputs() const { return impl_->output_de
 
 std::vector<Tensor> Session::make_outputs(std::span<const Tensor> inputs) {
   impl_->check_inputs(inputs);
-  const Plan& plan = impl_->plan_for(inputs);
+  const std::shared_ptr<const Plan> planned = impl_->plan_for(inputs);
+  const Plan& plan = *planned;
   std::vector<Tensor> outputs;
   for (size_t i = 0; i < plan.output_values.size(); ++i) {  // data-dependent shapes come back from run()
     const int id = plan.output_values[i];
@@ -232,7 +318,7 @@ std::vector<Tensor> Session::make_outputs(std::span<const Tensor> inputs) {
 
 std::string Session::explain(std::span<const Tensor> inputs) {
   impl_->check_inputs(inputs);
-  std::string text = explain_plan(impl_->plan_for(inputs));
+  std::string text = explain_plan(*impl_->plan_for(inputs));
   if (impl_->options.precision == "fp16") {
     const Float16Summary& f = impl_->float16;
     text += "fp16: " + std::to_string(f.converted_nodes) + " nodes in float16, " + std::to_string(f.kept_nodes) +
@@ -276,7 +362,9 @@ void Session::run(std::span<const Tensor> inputs, std::span<Tensor> outputs,
   if (outputs.size() != impl_->graph.outputs.size())
     throw Error("the model has " + std::to_string(impl_->graph.outputs.size()) + " outputs, got " +
                 std::to_string(outputs.size()) + " output tensors");
-  const Plan& plan = impl_->plan_for(inputs, outputs);
+  const uint64_t evictions = impl_->plans->evictions();
+  const std::shared_ptr<const Plan> planned = impl_->plan_for(inputs, outputs);
+  const Plan& plan = *planned;
   if (outputs.size() != plan.output_values.size())
     throw Error("the model has " + std::to_string(plan.output_values.size()) + " outputs, got " +
                 std::to_string(outputs.size()) + " output tensors");
@@ -289,23 +377,14 @@ void Session::run(std::span<const Tensor> inputs, std::span<Tensor> outputs,
                   shape_to_string(outputs[i].shape()));
   }
 
-  std::unique_ptr<RunContext> context;
-  {
-    std::lock_guard lock(impl_->contexts_mutex);
-    if (!impl_->idle_contexts.empty()) {
-      context = std::move(impl_->idle_contexts.back());
-      impl_->idle_contexts.pop_back();
-    }
-  }
-  if (!context) context = std::make_unique<RunContext>(impl_->backends);
+  std::unique_ptr<RunContext> context = impl_->take_context();
   const ThreadCountScope threads(impl_->options.num_threads);
   RunSettings settings;
   settings.num_threads = impl_->options.num_threads;
   settings.profile = run_options.profile;
   settings.capture_graphs = impl_->options.cuda_graph;
-  context->run(plan, inputs, outputs, settings);
-  std::lock_guard lock(impl_->contexts_mutex);
-  impl_->idle_contexts.push_back(std::move(context));
+  context->run(plan, inputs, outputs, settings, planned);
+  impl_->return_context(std::move(context), evictions);
 }
 
 std::vector<DeviceMemory> Session::memory() const {
@@ -315,6 +394,69 @@ std::vector<DeviceMemory> Session::memory() const {
     result.push_back({b->device().to_string(), use.weight_bytes, use.in_use_bytes, use.peak_bytes, use.allocations});
   }
   return result;
+}
+
+namespace {
+
+size_t process_resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  size_t pages = 0, resident = 0;
+  statm >> pages >> resident;
+  return resident * 4096;
+}
+
+void add_bytes(MemoryReport& report, const std::string& device, const std::string& purpose, size_t bytes) {
+  for (MemoryReport::Entry& e : report.entries)
+    if (e.device == device && e.purpose == purpose) {
+      e.bytes += bytes;
+      return;
+    }
+  report.entries.push_back({device, purpose, bytes});
+}
+
+}  // namespace
+
+MemoryReport Session::memory_report() const {
+  MemoryReport report;
+  size_t host_weights = 0;
+  for (const auto& [name, weight] : impl_->graph.initializers)
+    if (weight.data()) host_weights += weight.nbytes();  // not those given back once packed
+  add_bytes(report, "cpu", "weights", host_weights);
+  add_bytes(report, "cpu", "packed weights", impl_->weights.packed().bytes());
+  for (const Backend* b : impl_->backends) {
+    const MemoryUse use = b->memory_use();
+    const std::string device = b->device().to_string();
+    if (b->device().kind != DeviceKind::Cpu) add_bytes(report, device, "weights", use.weight_bytes);
+    add_bytes(report, device, "arenas", use.in_use_bytes - std::min(use.in_use_bytes, use.weight_bytes));
+  }
+  for (const auto& plan : impl_->plans->plans()) {
+    for (const auto& t : plan->folded) add_bytes(report, "cpu", "plan constants", t->nbytes());
+    for (const auto& t : plan->device_constants) add_bytes(report, t->device().to_string(), "plan constants", t->nbytes());
+  }
+  report.plans = impl_->plans->size();
+  report.plans_evicted = impl_->plans->evictions();
+  report.process_resident_bytes = process_resident_bytes();
+  return report;
+}
+
+size_t MemoryReport::total() const {
+  size_t sum = 0;
+  for (const Entry& e : entries) sum += e.bytes;
+  return sum;
+}
+
+std::string MemoryReport::to_string() const {
+  auto mib = [](size_t bytes) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%10.1f MiB", static_cast<double>(bytes) / (1 << 20));
+    return std::string(buf);
+  };
+  std::string text;
+  for (const Entry& e : entries) text += mib(e.bytes) + "  " + e.device + " " + e.purpose + "\n";
+  text += mib(total()) + "  held by the session (" + std::to_string(plans) + " plans cached, " +
+          std::to_string(plans_evicted) + " evicted)\n";
+  text += mib(process_resident_bytes) + "  resident in the process (code, libraries and the allocator besides)\n";
+  return text;
 }
 
 }  // namespace ember

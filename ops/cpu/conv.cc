@@ -79,7 +79,7 @@ class ConvKernel final : public Kernel {
     src_md_ = pd.src_desc();
     dst_md_ = pd.dst_desc();
     weights_md_ = pd.weights_desc();
-    if (const_weights) weights_ = reorder_constant(init.values[1]->data(), plain_w, weights_md_);
+    if (const_weights) weights_ = packed_constant(init, 1, plain_w, weights_md_);
     scratch_md_ = pd.scratchpad_desc();
 
     to_src_ = DnnlReorder(stored_src, src_md_);

@@ -53,7 +53,7 @@ class ConvTransposeKernel final : public Kernel {
     const dnnl::deconvolution_forward::primitive_desc pd(desc, make_dnnl_attr(), dnnl_engine());
     prim_ = dnnl::deconvolution_forward(pd);
     weights_md_ = pd.weights_desc();
-    if (const_weights) weights_ = reorder_constant(init.values[1]->data(), plain_w, weights_md_);
+    if (const_weights) weights_ = packed_constant(init, 1, plain_w, weights_md_);
     scratch_md_ = pd.scratchpad_desc();
     init.workspace_bytes = scratchpad_bytes(pd);
   }

@@ -15,6 +15,8 @@
 #include <immintrin.h>
 
 #include <array>
+#include <cstdlib>
+#include <cstring>
 
 namespace ember {
 
@@ -37,8 +39,25 @@ dnnl::memory::format_tag plain_tag(size_t rank) {
 
 }  // namespace
 
+namespace {
+
+// oneDNN keeps the last 1024 primitives it made in a process-wide cache, JIT code and
+// all (about half a MiB each for brgemm matmuls). ember's plans hold the primitives
+// they run, so that cache only keeps evicted plans' primitives alive: a service seeing
+// many shapes grew by hundreds of MiB. A small cache still lets one plan reuse a
+// primitive across identical layers. ONEDNN_PRIMITIVE_CACHE_CAPACITY still wins.
+constexpr int kPrimitiveCacheCapacity = 32;
+
+dnnl::engine make_engine() {
+  if (!std::getenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY") && !std::getenv("DNNL_PRIMITIVE_CACHE_CAPACITY"))
+    dnnl::set_primitive_cache_capacity(kPrimitiveCacheCapacity);
+  return dnnl::engine(dnnl::engine::kind::cpu, 0);
+}
+
+}  // namespace
+
 dnnl::engine& dnnl_engine() {
-  static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+  static dnnl::engine engine = make_engine();
   return engine;
 }
 
@@ -170,13 +189,51 @@ size_t scratchpad_bytes(const dnnl::primitive_desc_base& pd) {
   return pd.scratchpad_desc().get_size();
 }
 
-dnnl::memory reorder_constant(const void* data, const dnnl::memory::desc& from,
-                              const dnnl::memory::desc& to) {
+namespace {
+
+dnnl::memory reorder_constant(const void* data, const dnnl::memory::desc& from, const dnnl::memory::desc& to) {
   dnnl::memory src(from, dnnl_engine(), const_cast<void*>(data));
   dnnl::memory dst(to, dnnl_engine());
   dnnl::reorder(src, dst).execute(dnnl_stream(), src, dst);
   dnnl_stream().wait();
   return dst;
+}
+
+}  // namespace
+
+namespace {
+
+// `to` made from a packed form of the same weight whose original was given back: any
+// form with the same dims and element type reorders into it.
+dnnl::memory repack(const KernelInit& init, size_t input, const dnnl::memory::desc& to) {
+  for (const auto& [form, packed] : init.packed_weights->forms_of(*init.values[input])) {
+    dnnl::memory::desc made;
+    std::memcpy(&made.data, form.data() + sizeof made.data, sizeof made.data);
+    if (made.dims() != to.dims() || made.data_type() != to.data_type()) continue;
+    return reorder_constant(static_cast<dnnl::memory*>(packed.get())->get_data_handle(), made, to);
+  }
+  init.fail("weight '" + init.node.inputs[input] + "' was given back once packed, and no packed form of it converts "
+            "to the layout this plan needs (run with graph optimizations off to keep it)");
+}
+
+}  // namespace
+
+dnnl::memory packed_constant(const KernelInit& init, size_t input, const dnnl::memory::desc& from,
+                             const dnnl::memory::desc& to) {
+  const Tensor& weight = *init.values[input];
+  const bool given_back = weight.data() == nullptr && weight.numel() > 0;
+  if (given_back && !init.is_weight(input))
+    init.fail("weight '" + init.node.inputs[input] + "' was given back once packed and cannot be read here");
+  if (!init.is_weight(input)) return reorder_constant(weight.data(), from, to);
+  // oneDNN descriptors are plain structs, equal when their bytes are: the two of them
+  // name the form (a stray padding difference could only cost a second copy).
+  std::string form(reinterpret_cast<const char*>(&from.data), sizeof from.data);
+  form.append(reinterpret_cast<const char*>(&to.data), sizeof to.data);
+  auto packed = init.packed_weights->get(weight, form, to.get_size(), [&] {
+    return std::make_shared<dnnl::memory>(given_back ? repack(init, input, to)
+                                                     : reorder_constant(weight.data(), from, to));
+  });
+  return *static_cast<dnnl::memory*>(packed.get());  // a handle: shares the bytes
 }
 
 DnnlHandles::~DnnlHandles() {

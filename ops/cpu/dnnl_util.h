@@ -83,9 +83,11 @@ dnnl::primitive_attr make_dnnl_attr(const dnnl::post_ops& ops = {});
 // Bytes of scratchpad a primitive wants (user scratchpad mode).
 size_t scratchpad_bytes(const dnnl::primitive_desc_base& pd);
 
-// Constant weights reordered once into the layout the primitive prefers.
-dnnl::memory reorder_constant(const void* data, const dnnl::memory::desc& from,
-                              const dnnl::memory::desc& to);
+// Constant input `input` (init.values[input], laid out as `from`) reordered into the
+// layout the primitive prefers. A session weight is reordered once per session and
+// layout, and shared by every plan whose primitive prefers the same layout.
+dnnl::memory packed_constant(const KernelInit& init, size_t input, const dnnl::memory::desc& from,
+                             const dnnl::memory::desc& to);
 
 // One argument of a primitive execution: the descriptor and the caller's buffer. A
 // null desc marks an absent optional argument.

@@ -17,24 +17,25 @@ using dnnl::memory;
 // weights once, at plan time) and the product accumulates and lands in float32.
 class DnnlMatMul {
  public:
-  // `b_md` describes B as it lies in memory (possibly transposed via strides).
+  // `b_md` describes B as it lies in memory (possibly transposed via strides);
+  // `b_constant`: B is input 1's value known at plan time, packed once.
   void build(const KernelInit& init, const memory::desc& a_md, const memory::desc& b_md,
              const memory::desc& bias_md, const memory::desc& c_md, const dnnl::primitive_attr& attr,
-             const Tensor* b_value) {
+             bool b_constant) {
     bias_md_ = bias_md;
     c_md_ = c_md;
     const memory::desc a_computed = computed_as(a_md, init.dense_math);
     const memory::desc b_computed = computed_as(b_md, init.dense_math);
     DnnlThreadScope threads(init.num_threads);
-    const dnnl::matmul::desc desc(a_computed, b_value ? any_layout(b_computed) : b_computed, bias_md, c_md);
+    const dnnl::matmul::desc desc(a_computed, b_constant ? any_layout(b_computed) : b_computed, bias_md, c_md);
     const dnnl::matmul::primitive_desc pd(desc, attr, dnnl_engine());
     prim_ = dnnl::matmul(pd);
     a_md_ = pd.src_desc();
     b_md_ = pd.weights_desc();
-    if (b_value) b_ = reorder_constant(b_value->data(), b_md, b_md_);
+    if (b_constant) b_ = packed_constant(init, 1, b_md, b_md_);
     scratch_md_ = pd.scratchpad_desc();
     to_a_ = DnnlReorder(a_md, a_md_);
-    if (!b_value) to_b_ = DnnlReorder(b_md, b_md_);
+    if (!b_constant) to_b_ = DnnlReorder(b_md, b_md_);
     WorkspaceLayout ws;
     ws.take(std::max({scratch_md_.get_size(), to_a_.scratchpad(), to_b_.scratchpad()}));
     a_at_ = to_a_ ? ws.take(a_md_.get_size()) : 0;
@@ -137,7 +138,7 @@ class MatMulKernel final : public Kernel {
     activation_.append_to(ops);
     mm_.build(init, a.desc(), b.desc(), has_bias_ ? plain_f32_desc(bias) : memory::desc(),
               written_through(c, perm_y).desc(), make_dnnl_attr(ops),
-              b.dims.size() == 2 ? init.values[1] : nullptr);
+              b.dims.size() == 2 && init.values[1]);
     init.workspace_bytes = mm_.workspace_bytes();
   }
 
@@ -198,7 +199,7 @@ class GemmKernel final : public Kernel {
     dnnl::primitive_attr attr = make_dnnl_attr(ops);
     if (alpha != 1.f) attr.set_output_scales(0, {alpha});
     mm_.build(init, a_md, b_md, use_bias_ ? plain_f32_desc({1, n_}) : memory::desc(), plain_f32_desc({m_, n_}),
-              attr, init.values[1]);
+              attr, init.values[1] != nullptr);
     init.workspace_bytes = mm_.workspace_bytes();
   }
 

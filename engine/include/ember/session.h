@@ -24,6 +24,11 @@ struct SessionOptions {
   // CUDA: record the device work of a run once per input shape and replay it as a
   // CUDA graph (one launch instead of one per node).
   bool cuda_graph = false;
+  // Plans are made per input-shape signature and cached, least recently used evicted
+  // beyond either limit (an evicted plan's arena memory is given back). Bytes count a
+  // plan's arenas and the constants folded for its shapes.
+  size_t plan_cache_max_plans = 16;
+  size_t plan_cache_max_bytes = size_t{1} << 30;
 };
 
 // Memory a session holds on one device.
@@ -41,6 +46,24 @@ struct ValueDesc {
   std::string name;
   DType dtype = DType::Undefined;
   std::vector<std::string> dims;
+};
+
+// What a session holds, in bytes, per device and purpose.
+struct MemoryReport {
+  struct Entry {
+    std::string device;   // "cpu", "cuda:0"
+    std::string purpose;  // "weights", "packed weights", "arenas", "plan constants"
+    size_t bytes = 0;
+  };
+  std::vector<Entry> entries;
+  size_t plans = 0;           // plans cached now
+  size_t plans_evicted = 0;   // so far
+  // The whole process's resident memory when the report was made: what the entries
+  // leave out is code, libraries and allocator overhead.
+  size_t process_resident_bytes = 0;
+
+  size_t total() const;
+  std::string to_string() const;  // one line per entry, then the process
 };
 
 struct RunOptions {
@@ -82,6 +105,8 @@ class Session {
 
   // Memory held per device (every device the session runs on).
   std::vector<DeviceMemory> memory() const;
+  // Memory held, by device and purpose.
+  MemoryReport memory_report() const;
 
   struct Impl;
 

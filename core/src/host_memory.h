@@ -1,0 +1,18 @@
+// Host memory for tensors and arenas: 64-byte aligned, zero-filled.
+//
+// Large blocks come straight from the kernel (mmap) and go straight back when released.
+// Through malloc, glibc raises its mmap threshold after the first large free and keeps
+// later large blocks on its heap, where they fragment: a service running many input
+// shapes saw its resident memory creep up for good.
+#pragma once
+
+#include <cstddef>
+
+namespace ember {
+
+// nullptr when the memory is not there.
+void* allocate_host_block(size_t bytes);
+// `bytes` as given to allocate_host_block.
+void release_host_block(void* p, size_t bytes);
+
+}  // namespace ember

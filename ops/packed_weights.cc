@@ -1,0 +1,35 @@
+#include "ops/packed_weights.h"
+
+namespace ember {
+
+std::shared_ptr<void> PackedWeights::get(const Tensor& weight, const std::string& form, size_t bytes,
+                                         const Make& make) {
+  std::lock_guard lock(mutex_);
+  auto key = std::make_pair(&weight, form);
+  auto it = forms_.find(key);
+  if (it == forms_.end()) {
+    it = forms_.emplace(std::move(key), Form{make(), bytes}).first;
+    bytes_ += bytes;
+  }
+  return it->second.packed;
+}
+
+std::vector<std::pair<std::string, std::shared_ptr<void>>> PackedWeights::forms_of(const Tensor& weight) const {
+  std::lock_guard lock(mutex_);
+  std::vector<std::pair<std::string, std::shared_ptr<void>>> result;
+  for (auto it = forms_.lower_bound({&weight, std::string()}); it != forms_.end() && it->first.first == &weight; ++it)
+    result.emplace_back(it->first.second, it->second.packed);
+  return result;
+}
+
+size_t PackedWeights::bytes() const {
+  std::lock_guard lock(mutex_);
+  return bytes_;
+}
+
+size_t PackedWeights::forms() const {
+  std::lock_guard lock(mutex_);
+  return forms_.size();
+}
+
+}  // namespace ember

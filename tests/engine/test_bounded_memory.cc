@@ -1,0 +1,251 @@
+// Memory a long-running service can live with: plans cached in a bounded LRU, packed
+// weights made once per session and shared by every plan, arenas given back when the
+// plans that needed them are evicted.
+#include "engine/src/plan_cache.h"
+
+#include <ember/ember.h>
+
+#include "onnx/onnx.pb.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <tuple>
+
+namespace ember {
+namespace {
+
+constexpr int64_t kWidth = 512, kHidden = 2048;
+
+// x [b, s, 512] -> MatMul [512, 2048] -> Relu -> MatMul [2048, 512] -> Add x -> y: a
+// transformer's MLP block, 8 MiB of weights, at any batch and sequence length.
+std::string write_mlp_model() {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  auto* g = m.mutable_graph();
+  auto* in = g->add_input();
+  in->set_name("x");
+  auto* tt = in->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(onnx::TensorProto::FLOAT);
+  tt->mutable_shape()->add_dim()->set_dim_param("batch");
+  tt->mutable_shape()->add_dim()->set_dim_param("sequence");
+  tt->mutable_shape()->add_dim()->set_dim_value(kWidth);
+  g->add_output()->set_name("y");
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.f, 0.05f);
+  auto add_weight = [&](const char* name, int64_t rows, int64_t cols) {
+    auto* t = g->add_initializer();
+    t->set_name(name);
+    t->add_dims(rows);
+    t->add_dims(cols);
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    for (int64_t i = 0; i < rows * cols; ++i) t->add_float_data(normal(rng));
+  };
+  add_weight("w1", kWidth, kHidden);
+  add_weight("w2", kHidden, kWidth);
+  auto node = [&](const char* op, std::vector<std::string> ins, const char* out) {
+    auto* n = g->add_node();
+    n->set_op_type(op);
+    n->set_name(std::string(out) + "_node");
+    for (auto& i : ins) n->add_input(i);
+    n->add_output(out);
+  };
+  node("MatMul", {"x", "w1"}, "h");
+  node("Relu", {"h"}, "r");
+  node("MatMul", {"r", "w2"}, "p");
+  node("Add", {"p", "x"}, "y");
+  const auto path = std::filesystem::temp_directory_path() / "ember_mlp_block.onnx";
+  std::ofstream f(path, std::ios::binary);
+  m.SerializeToOstream(&f);
+  return path.string();
+}
+
+Tensor random_input(int64_t batch, int64_t sequence, uint32_t seed) {
+  Tensor t(DType::Float32, {batch, sequence, kWidth});
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0, 1);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data_as<float>()[i] = d(rng);
+  return t;
+}
+
+std::vector<Tensor> run(Session& s, const Tensor& x) {
+  std::vector<Tensor> out = s.make_outputs({&x, 1});
+  s.run({&x, 1}, out);
+  return out;
+}
+
+size_t bytes_for(const MemoryReport& r, const std::string& purpose) {
+  size_t sum = 0;
+  for (const auto& e : r.entries) sum += e.purpose == purpose ? e.bytes : 0;
+  return sum;
+}
+
+size_t resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  size_t pages = 0, resident = 0;
+  statm >> pages >> resident;
+  return resident * 4096;
+}
+
+std::unique_ptr<Plan> plan_with(Shape shape, size_t arena) {
+  auto plan = std::make_unique<Plan>();
+  plan->input_shapes = {std::move(shape)};
+  plan->input_devices = {Device{}};
+  plan->arena_bytes = {{Device{}, arena}};
+  return plan;
+}
+
+bool cached(const PlanCache& cache, const Shape& shape) {
+  const Tensor x(DType::Float32, shape);
+  return cache.find({&x, 1}, {}) != nullptr;
+}
+
+TEST(PlanCache, EvictsTheLeastRecentlyUsedBeyondTheCount) {
+  PlanCache cache({.max_plans = 2, .max_bytes = 1 << 20});
+  cache.add(plan_with({1}, 10));
+  cache.add(plan_with({2}, 10));
+  EXPECT_TRUE(cached(cache, {1}));  // [1] is now more recent than [2]
+  cache.add(plan_with({3}, 10));
+  EXPECT_EQ(cache.size(), 2u);
+  EXPECT_EQ(cache.evictions(), 1u);
+  EXPECT_TRUE(cached(cache, {1}));
+  EXPECT_FALSE(cached(cache, {2}));
+  EXPECT_TRUE(cached(cache, {3}));
+}
+
+TEST(PlanCache, EvictsBeyondTheByteBudgetButKeepsTheNewestPlan) {
+  PlanCache cache({.max_plans = 10, .max_bytes = 100});
+  cache.add(plan_with({1}, 60));
+  cache.add(plan_with({2}, 30));
+  EXPECT_EQ(cache.bytes(), 90u);
+  cache.add(plan_with({3}, 20));  // 110 > 100: the oldest goes
+  EXPECT_FALSE(cached(cache, {1}));
+  EXPECT_EQ(cache.bytes(), 50u);
+  const auto huge = cache.add(plan_with({4}, 500));  // larger than the budget: still runs
+  EXPECT_TRUE(cached(cache, {4}));
+  EXPECT_EQ(cache.size(), 1u);
+  EXPECT_EQ(huge->input_shapes[0], Shape{4});
+}
+
+TEST(PlanCache, AnEvictedPlanLivesWhileARunHoldsIt) {
+  PlanCache cache({.max_plans = 1, .max_bytes = 1 << 20});
+  const std::shared_ptr<const Plan> held = cache.add(plan_with({1}, 10));
+  cache.add(plan_with({2}, 10));
+  EXPECT_FALSE(cached(cache, {1}));
+  EXPECT_EQ(held->input_shapes[0], Shape{1});  // still readable
+  EXPECT_FALSE(cache.contains(held->id));
+}
+
+void expect_near(const Tensor& got, const Tensor& want, float tolerance) {
+  ASSERT_EQ(got.numel(), want.numel());
+  for (int64_t i = 0; i < got.numel(); ++i)
+    ASSERT_NEAR(got.data_as<float>()[i], want.data_as<float>()[i], tolerance) << "element " << i;
+}
+
+// Packed once, shared by every shape's plan; the originals, read by nothing else, are
+// given back.
+TEST(BoundedMemory, WeightsAreHeldOncePackedNotOncePerShape) {
+  const std::string model = write_mlp_model();
+  Session session(model, {.num_threads = 1});
+  Session as_read(model, {.num_threads = 1, .optimize = false});  // keeps the originals
+  run(session, random_input(1, 8, 1));
+  const size_t weight_bytes = 2 * kWidth * kHidden * sizeof(float);
+  EXPECT_EQ(bytes_for(session.memory_report(), "packed weights"), weight_bytes);
+  EXPECT_EQ(bytes_for(session.memory_report(), "weights"), 0u) << "the originals were not given back";
+  for (int64_t s : {1, 16, 33, 64, 300}) {
+    const Tensor x = random_input(2, s, 2);
+    // Tolerance: float32 sums of 2048 products of unit-scale terms, fused or not.
+    expect_near(run(session, x)[0], run(as_read, x)[0], 1e-4f);
+  }
+  EXPECT_EQ(bytes_for(session.memory_report(), "packed weights"), weight_bytes);
+  EXPECT_EQ(session.memory_report().plans, 6u);
+  EXPECT_EQ(bytes_for(as_read.memory_report(), "weights"), weight_bytes);
+}
+
+// A weight something else reads too keeps its original.
+TEST(BoundedMemory, AWeightReadUnpackedKeepsItsOriginal) {
+  onnx::ModelProto m;
+  m.set_ir_version(8);
+  m.add_opset_import()->set_version(17);
+  auto* g = m.mutable_graph();
+  auto* in = g->add_input();
+  in->set_name("x");
+  auto* tt = in->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(onnx::TensorProto::FLOAT);
+  tt->mutable_shape()->add_dim()->set_dim_value(4);
+  tt->mutable_shape()->add_dim()->set_dim_value(4);
+  auto* w = g->add_initializer();
+  w->set_name("w");
+  w->add_dims(4);
+  w->add_dims(4);
+  w->set_data_type(onnx::TensorProto::FLOAT);
+  for (int i = 0; i < 16; ++i) w->add_float_data(0.25f * i - 1.f);
+  for (auto [op, a, b, out] : {std::tuple{"MatMul", "x", "w", "p"}, {"Add", "p", "w", "y"}}) {
+    auto* n = g->add_node();
+    n->set_op_type(op);
+    n->add_input(a);
+    n->add_input(b);
+    n->add_output(out);
+  }
+  g->add_output()->set_name("y");
+  const auto path = std::filesystem::temp_directory_path() / "ember_weight_read_twice.onnx";
+  std::ofstream(path, std::ios::binary) << m.SerializeAsString();
+  Session session(path.string(), {.num_threads = 1});
+  Tensor x(DType::Float32, {4, 4});
+  for (int i = 0; i < 16; ++i) x.data_as<float>()[i] = 0.5f * i - 3.f;
+  const Tensor y = run(session, x)[0];
+  EXPECT_EQ(bytes_for(session.memory_report(), "weights"), 16 * sizeof(float));
+  for (int r = 0; r < 4; ++r)
+    for (int c = 0; c < 4; ++c) {
+      float want = 0.25f * (r * 4 + c) - 1.f;
+      for (int k = 0; k < 4; ++k) want += x.data_as<float>()[r * 4 + k] * (0.25f * (k * 4 + c) - 1.f);
+      EXPECT_NEAR(y.data_as<float>()[r * 4 + c], want, 1e-5f);
+    }
+}
+
+TEST(BoundedMemory, EvictedPlansGiveBackTheirArenasAndLaterRunsStayCorrect) {
+  const std::string model = write_mlp_model();
+  Session bounded(model, {.num_threads = 1, .plan_cache_max_plans = 1});
+  Session unbounded(model, {.num_threads = 1, .optimize = false});
+  const Tensor big = random_input(4, 256, 3), small = random_input(1, 4, 4);
+  run(bounded, big);
+  const size_t big_arena = bytes_for(bounded.memory_report(), "arenas");
+  // Back and forth, so a plan freed and another made could reuse its address.
+  for (int round = 0; round < 3; ++round) {
+    for (const Tensor* x : {&small, &big, &small}) {
+      SCOPED_TRACE("round " + std::to_string(round));
+      expect_near(run(bounded, *x)[0], run(unbounded, *x)[0], 1e-4f);
+    }
+  }
+  const MemoryReport report = bounded.memory_report();
+  EXPECT_EQ(report.plans, 1u);
+  EXPECT_GE(report.plans_evicted, 6u);
+  EXPECT_LT(bytes_for(report, "arenas"), big_arena / 10) << report.to_string();
+}
+
+// A service that sees a thousand shapes (batch 1-2, sequence lengths 1-500) stays flat
+// once its caches are full: the plans are bounded, the weights packed once, evicted
+// plans' arenas given back. The reference is the process after the largest shape and
+// enough others to fill the plan cache and oneDNN's primitive cache (each cached plan
+// holds its kernels' JIT code).
+TEST(BoundedMemory, AThousandShapesStayWithinTheMemoryOfTheLargest) {
+  const std::string model = write_mlp_model();
+  const size_t before = resident_bytes();
+  Session session(model, {.num_threads = 1, .plan_cache_max_plans = 8});
+  for (int64_t s = 500; s > 460; --s) run(session, random_input(2, s, 5));
+  const size_t warm = resident_bytes() - before;
+  for (int64_t i = 0; i < 1000; ++i) run(session, random_input(1 + i / 500, 1 + (i * 7) % 500, 6));
+  run(session, random_input(2, 500, 5));
+  const MemoryReport report = session.memory_report();
+  const size_t after = report.process_resident_bytes - before;
+  EXPECT_LE(report.plans, 8u);
+  EXPECT_GE(report.plans_evicted, 1000u);
+  EXPECT_LE(after, warm + warm / 10) << "after the largest shapes: " << warm << " bytes, after the walk: " << after
+                                     << "\n" << report.to_string();
+}
+
+}  // namespace
+}  // namespace ember
