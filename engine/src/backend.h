@@ -76,8 +76,8 @@ class Backend {
 // The host. Always present, always last in the preference list.
 std::unique_ptr<Backend> make_cpu_backend();
 
-// CUDA device `index` (the caller has checked it exists). Raises ember::Error when
-// this build has no CUDA backend.
+// CUDA device `index` (the caller has checked it exists), from the CUDA module
+// (cuda_module.h). Raises ember::Error, saying why, when the module cannot be loaded.
 std::unique_ptr<Backend> make_cuda_backend(int index);
 
 }  // namespace ember

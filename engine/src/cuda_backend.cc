@@ -1,9 +1,8 @@
 // The CUDA device as a Backend: device memory with its use counted, weights uploaded
 // once, copies to and from the host (host inputs staged through pinned memory), and
 // one stream per run context with events for profiling and CUDA-graph capture.
-#ifdef EMBER_WITH_CUDA
-
-#include "engine/src/backend.h"
+// Part of the CUDA module (libember_cuda.so, engine/src/cuda_module.h).
+#include "engine/src/cuda_module.h"
 #include "ops/cuda/cuda_common.h"
 
 #include <ember/core/error.h>
@@ -267,22 +266,6 @@ class CudaBackend final : public Backend {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cuda_backend(int index) { return std::make_unique<CudaBackend>(index); }
+std::unique_ptr<Backend> cuda::make_backend(int index) { return std::make_unique<CudaBackend>(index); }
 
 }  // namespace ember
-
-#else  // built without CUDA
-
-#include "engine/src/backend.h"
-
-#include <ember/core/error.h>
-
-namespace ember {
-
-std::unique_ptr<Backend> make_cuda_backend(int) {
-  throw Error("this ember was built without the CUDA backend");
-}
-
-}  // namespace ember
-
-#endif  // EMBER_WITH_CUDA

@@ -1,77 +1,28 @@
+// list_gpus() and the CUDA backend, both through the CUDA module (cuda_module.h): the
+// first call loads it; without it, the report's problem (or the error) says why.
 #include <ember/devices.h>
+#include <ember/core/error.h>
 
-#ifdef EMBER_WITH_CUDA
-#include <cublas_v2.h>
-#include <cuda_runtime.h>
-#include <cudnn.h>
-#endif
-
-#include <string>
+#include "engine/src/cuda_module.h"
 
 namespace ember {
 
-namespace {
-
-#ifdef EMBER_WITH_CUDA
-std::string version_string(int v) {  // CUDA's 12040 -> "12.4"
-  return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10);
-}
-#endif
-
-}  // namespace
-
 GpuReport list_gpus() {
-  GpuReport report;
-#ifndef EMBER_WITH_CUDA
-  report.problem = "this ember was built without the CUDA backend";
-  return report;
-#else
-  report.cuda_built = true;
-  int runtime = 0, driver = 0;
-  cudaRuntimeGetVersion(&runtime);
-  report.runtime_version = version_string(runtime);
-  if (cudaDriverGetVersion(&driver) != cudaSuccess || driver == 0) {
-    report.problem = "no NVIDIA driver is installed (CUDA runtime " + report.runtime_version + ")";
+  std::string problem;
+  const CudaModule* module = cuda_module(&problem);
+  if (!module) {
+    GpuReport report;
+    report.problem = problem;
     return report;
   }
-  report.driver_version = version_string(driver);
-#ifdef EMBER_WITH_CUDA
-  const size_t cudnn = cudnnGetVersion();
-  report.cudnn_version = std::to_string(cudnn / 10000) + "." + std::to_string((cudnn % 10000) / 100) +
-                         "." + std::to_string(cudnn % 100);
-#endif
-  int count = 0;
-  cudaError_t err = cudaGetDeviceCount(&count);
-  if (err != cudaSuccess || count == 0) {
-    report.problem = std::string("no CUDA device is available (") +
-                     (err == cudaSuccess ? "0 devices" : cudaGetErrorString(err)) + ")";
-    cudaGetLastError();
-    return report;
-  }
-  for (int i = 0; i < count; ++i) {
-    cudaDeviceProp prop{};
-    if (cudaGetDeviceProperties(&prop, i) != cudaSuccess) continue;
-    GpuInfo info;
-    info.index = i;
-    info.name = prop.name;
-    info.total_bytes = static_cast<int64_t>(prop.totalGlobalMem);
-    info.compute_major = prop.major;
-    info.compute_minor = prop.minor;
-    size_t free_bytes = 0, total = 0;
-    if (cudaSetDevice(i) == cudaSuccess && cudaMemGetInfo(&free_bytes, &total) == cudaSuccess)
-      info.free_bytes = static_cast<int64_t>(free_bytes);
-    report.gpus.push_back(info);
-  }
-  int cublas = 0;
-  cublasHandle_t handle = nullptr;
-  if (cublasCreate(&handle) == CUBLAS_STATUS_SUCCESS) {
-    cublasGetVersion(handle, &cublas);
-    cublasDestroy(handle);
-    report.cublas_version = std::to_string(cublas / 10000) + "." + std::to_string((cublas % 10000) / 100) +
-                            "." + std::to_string(cublas % 100);
-  }
-  return report;
-#endif
+  return module->list_gpus();
+}
+
+std::unique_ptr<Backend> make_cuda_backend(int index) {
+  std::string problem;
+  const CudaModule* module = cuda_module(&problem);
+  if (!module) throw Error(problem);
+  return module->make_backend(index);
 }
 
 }  // namespace ember

@@ -1,6 +1,7 @@
 #include <ember/core/error.h>
 #include <ember/session.h>
 
+#include "engine/src/cuda_module.h"
 #include "engine/src/device_select.h"
 #include "engine/src/executor.h"
 #include "engine/src/plan_cache.h"
@@ -297,7 +298,12 @@ Session& Session::operator=(Session&&) noexcept = default;
 
 std::vector<std::string> list_operators(const std::string& device) {
   if (device == "cpu") return registered_ops(DeviceKind::Cpu);
-  if (device.rfind("cuda", 0) == 0) return registered_ops(DeviceKind::Cuda);
+  if (device.rfind("cuda", 0) == 0) {
+    // The CUDA kernels register themselves when the CUDA module loads.
+    std::string problem;
+    if (!cuda_module(&problem)) throw Error("no CUDA operators: " + problem);
+    return registered_ops(DeviceKind::Cuda);
+  }
   throw Error("device '" + device + "' is not valid: expected cpu, cuda or cuda:N");
 }
 
