@@ -226,7 +226,7 @@ int run(const Options& opt) {
   ember::SessionOptions so;
   so.device = opt.device;
   so.num_threads = opt.threads;
-  so.optimize = !opt.no_optimize;
+  so.optimization = opt.no_optimize ? ember::GraphOptimization::None : ember::GraphOptimization::All;
   so.precision = opt.precision;
   so.cuda_graph = opt.cuda_graph;
   ember::Session session(opt.model, so);
