@@ -46,8 +46,17 @@ struct Node {
   std::string label() const;
 };
 
+// What a model file says about itself (ModelProto's fields), kept for Session::metadata().
+struct ModelInfo {
+  int64_t ir_version = 0;
+  std::string producer_name, producer_version, domain, doc_string;
+  int64_t model_version = 0;
+  std::map<std::string, std::string> metadata_props;  // a key listed twice keeps its last value
+};
+
 struct Graph {
   std::string name;
+  std::string doc_string;
   std::vector<Node> nodes;  // topologically sorted once loaded
   std::vector<ValueInfo> inputs;
   std::vector<ValueInfo> outputs;
@@ -55,6 +64,7 @@ struct Graph {
   std::unordered_map<std::string, Tensor> initializers;    // constant data by name
   std::map<std::string, int64_t> opset_imports;             // domain -> version
   std::string source;  // the file it came from, for messages
+  ModelInfo model;     // the main graph's only (empty in subgraphs)
 
   int64_t opset(const std::string& domain = "") const;
   bool is_initializer(const std::string& value) const { return initializers.count(value) != 0; }

@@ -52,8 +52,8 @@ fs::path resolve(const std::string& location, const std::string& base_dir, const
     throw Error(what + ": external data location '" + location +
                 "' is an absolute path; it must be relative to the model's folder");
   if (base_dir.empty())
-    throw Error(what + ": external data '" + location +
-                "' needs the model's folder, but the model was loaded from memory without one");
+    throw Error(what + " is stored as external data in '" + location +
+                "', but the model was loaded from memory and no base folder for external data was given");
   std::error_code ec;
   const fs::path folder = fs::weakly_canonical(fs::absolute(base_dir), ec);
   const fs::path file = ec ? fs::path() : fs::weakly_canonical(folder / rel, ec);

@@ -80,6 +80,7 @@ Graph GraphLoader::convert_graph(onnx::GraphProto& proto, int depth) {
     throw Error("subgraphs are nested more than " + std::to_string(kMaxGraphDepth) + " levels deep");
   Graph g;
   g.name = proto.name();
+  g.doc_string = proto.doc_string();
   add_initializers(proto, g);
   std::unordered_set<std::string> seen;
   for (const auto& v : proto.input()) {

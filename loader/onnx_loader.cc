@@ -19,7 +19,7 @@ namespace {
 // Protobuf cannot address messages past 2 GiB; bigger models keep their weights in
 // external data files.
 template <class Message>
-bool parse_message(const std::string& bytes, Message& message) {
+bool parse_message(std::string_view bytes, Message& message) {
   if (bytes.size() > static_cast<size_t>(INT_MAX)) return false;
   google::protobuf::io::CodedInputStream in(reinterpret_cast<const uint8_t*>(bytes.data()),
                                             static_cast<int>(bytes.size()));
@@ -27,8 +27,8 @@ bool parse_message(const std::string& bytes, Message& message) {
   return message.ParseFromCodedStream(&in) && in.ConsumedEntireMessage();
 }
 
-onnx::ModelProto parse_model(const std::string& bytes, const std::string& source) {
-  if (bytes.empty()) throw Error(source + ": the file is empty, not an ONNX model");
+onnx::ModelProto parse_model(std::string_view bytes, const std::string& source) {
+  if (bytes.empty()) throw Error(source + ": empty (0 bytes), not an ONNX model");
   if (bytes.size() > static_cast<size_t>(INT_MAX))
     throw Error(source + ": the model is larger than 2 GiB, which protobuf cannot read; "
                 "store its weights as external data");
@@ -83,10 +83,24 @@ void sort_recursive(Graph& g, const std::unordered_set<std::string>& outer) {
     }
 }
 
+// The ModelProto's own fields, beside the graph.
+ModelInfo model_info(const onnx::ModelProto& model) {
+  ModelInfo info;
+  info.ir_version = model.ir_version();
+  info.producer_name = model.producer_name();
+  info.producer_version = model.producer_version();
+  info.domain = model.domain();
+  info.model_version = model.model_version();
+  info.doc_string = model.doc_string();
+  for (const auto& kv : model.metadata_props()) info.metadata_props[kv.key()] = kv.value();
+  return info;
+}
+
 Graph convert_model(onnx::ModelProto& model, const std::string& base_dir) {
   const auto opsets = opset_imports(model);
   GraphLoader loader(model, base_dir);
   Graph graph = loader.convert_graph(*model.mutable_graph(), 0);
+  graph.model = model_info(model);
   bool uses_standard_ops = false;
   for_each_graph(graph, [&](Graph& g) {
     g.opset_imports = opsets;
@@ -117,7 +131,7 @@ std::string folder_of(const std::string& path) {
 
 }  // namespace
 
-Graph load_model_from_bytes(const std::string& bytes, const std::string& source,
+Graph load_model_from_bytes(std::string_view bytes, const std::string& source,
                             const std::string& base_dir) {
   onnx::ModelProto model = parse_model(bytes, source);
   return load_parsed(model, source, base_dir);

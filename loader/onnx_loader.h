@@ -7,6 +7,7 @@
 #include <ember/core/tensor.h>
 
 #include <string>
+#include <string_view>
 
 namespace ember {
 
@@ -17,7 +18,7 @@ Graph load_model(const std::string& path);
 
 // Same, from bytes already in memory; `source` names it in errors, `base_dir`
 // resolves external data ("" refuses external data).
-Graph load_model_from_bytes(const std::string& bytes, const std::string& source,
+Graph load_model_from_bytes(std::string_view bytes, const std::string& source,
                             const std::string& base_dir);
 
 // A serialized TensorProto file (the ONNX backend test data's input_0.pb / output_0.pb).

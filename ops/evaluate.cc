@@ -36,7 +36,8 @@ namespace {
 // evaluated as the nodes it was fused from, as the planner would run it.
 std::vector<Tensor> evaluate_decomposition(const Node& node, const Graph& parts,
                                            const std::vector<const Tensor*>& inputs, int num_threads,
-                                           const std::unordered_map<std::string, Tensor>* scope) {
+                                           const std::unordered_map<std::string, Tensor>* scope,
+                                           const RunStop* stop) {
   std::unordered_map<std::string, Tensor> env;
   for (size_t i = 0; i < node.inputs.size() && i < inputs.size(); ++i)
     if (inputs[i] && !node.inputs[i].empty()) env[node.inputs[i]] = *inputs[i];
@@ -47,7 +48,7 @@ std::vector<Tensor> evaluate_decomposition(const Node& node, const Graph& parts,
       auto it = name.empty() ? env.end() : env.find(name);
       part_inputs.push_back(it != env.end() ? &it->second : nullptr);
     }
-    std::vector<Tensor> results = evaluate_node(part, parts.opset(part.domain), part_inputs, num_threads, scope);
+    std::vector<Tensor> results = evaluate_node(part, parts.opset(part.domain), part_inputs, num_threads, scope, stop);
     for (size_t k = 0; k < part.outputs.size(); ++k)
       if (!part.outputs[k].empty()) env[part.outputs[k]] = std::move(results[k]);
   }
@@ -63,7 +64,7 @@ std::vector<Tensor> evaluate_decomposition(const Node& node, const Graph& parts,
 
 std::vector<Tensor> evaluate_node(const Node& node, int64_t opset,
                                   const std::vector<const Tensor*>& inputs, int num_threads,
-                                  const std::unordered_map<std::string, Tensor>* scope) {
+                                  const std::unordered_map<std::string, Tensor>* scope, const RunStop* stop) {
   std::vector<TensorType> types(node.inputs.size());
   std::vector<const Tensor*> values(node.inputs.size(), nullptr);
   for (size_t i = 0; i < node.inputs.size() && i < inputs.size(); ++i)
@@ -92,7 +93,7 @@ std::vector<Tensor> evaluate_node(const Node& node, int64_t opset,
   }
   if (!kernel) {
     const Attribute* parts = node.attributes.find(kDecompositionAttribute);
-    if (parts && parts->g) return evaluate_decomposition(node, *parts->g, inputs, num_threads, scope);
+    if (parts && parts->g) return evaluate_decomposition(node, *parts->g, inputs, num_threads, scope, stop);
     throw Error(node.label() + ": no CPU kernel" + (reasons.empty() ? "" : " (" + reasons + ")"));
   }
 
@@ -111,6 +112,7 @@ std::vector<Tensor> evaluate_node(const Node& node, int64_t opset,
       init.workspace_bytes ? std::aligned_alloc(64, (init.workspace_bytes + 63) / 64 * 64) : nullptr,
       std::free);
   RunArgs args{inputs, out_ptrs, workspace.get(), num_threads, nullptr, scope};
+  args.stop = stop;
   kernel->run(args);
   return outputs;
 }

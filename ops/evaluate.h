@@ -14,13 +14,17 @@
 
 namespace ember {
 
+struct RunStop;  // ops/run_stop.h
+
 // Infers the output types with the op's schema, builds its CPU kernel, allocates the
 // outputs and runs it. `inputs` holds nullptr for absent optional inputs. Raises
 // ember::Error naming the node when the op is unknown or the inputs do not fit.
-// `scope` holds the values of the enclosing graphs, for nodes with subgraphs.
+// `scope` holds the values of the enclosing graphs, for nodes with subgraphs; `stop`
+// (ops/run_stop.h) the run's cancel token and deadline, when it runs inside a run.
 std::vector<Tensor> evaluate_node(const Node& node, int64_t opset,
                                   const std::vector<const Tensor*>& inputs, int num_threads = 1,
-                                  const std::unordered_map<std::string, Tensor>* scope = nullptr);
+                                  const std::unordered_map<std::string, Tensor>* scope = nullptr,
+                                  const RunStop* stop = nullptr);
 
 // Output types of a node for these input types/values, by the op's schema.
 std::vector<TensorType> infer_node(const Node& node, int64_t opset,

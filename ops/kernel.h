@@ -17,6 +17,7 @@
 namespace ember {
 
 struct Profile;  // <ember/profile.h>: only the engine's kernels that run sub-plans write it
+struct RunStop;  // ops/run_stop.h: only kernels with long loops of their own read it
 
 // A device's stream and library handles as its kernels see them: each device derives
 // its own (cuda::StreamContext on CUDA) and only that device's kernels look inside.
@@ -90,6 +91,9 @@ struct RunArgs {
   // runs steps of its own (a planned If's branch) records their times there.
   Profile* profile = nullptr;
   int64_t profile_origin_ns = 0;
+  // The run's cancel token and deadline; kernels that loop for long (Loop, Scan,
+  // recurrences) check it between iterations. nullptr outside a run.
+  const RunStop* stop = nullptr;
 };
 
 class Kernel {

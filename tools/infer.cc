@@ -25,8 +25,10 @@ struct Options {
   std::string precision = "fp32";
   std::string trace_path, summary_json;
   int threads = 0, repeat = 0, warmup = 3, batch = 0;
+  double timeout_ms = 0;  // per run; 0: none
+  std::string log_level = "warning";
   bool profile = false, explain = false, devices = false, no_optimize = false, list_ops = false;
-  bool cuda_graph = false;
+  bool cuda_graph = false, info = false;
 };
 
 // Output names become file names: every byte outside [A-Za-z0-9_-], and a leading
@@ -166,14 +168,24 @@ double percentile(std::vector<double> v, double p) {
   return v[std::min(i, v.size() - 1)];
 }
 
+// --timeout-ms as a run's deadline, from now.
+ember::RunOptions run_options_for(const Options& opt) {
+  ember::RunOptions o;
+  if (opt.timeout_ms > 0)
+    o.deadline = std::chrono::steady_clock::now() +
+                 std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                     std::chrono::duration<double, std::milli>(opt.timeout_ms));
+  return o;
+}
+
 void time_runs(ember::Session& session, const std::vector<ember::Tensor>& inputs,
                std::vector<ember::Tensor>& outputs, const Options& opt, ember::Profile* profile) {
   using Clock = std::chrono::steady_clock;
-  for (int i = 0; i < opt.warmup; ++i) session.run(inputs, outputs);
+  for (int i = 0; i < opt.warmup; ++i) session.run(inputs, outputs, run_options_for(opt));
   std::vector<double> ms;
-  ember::RunOptions run_options;
-  run_options.profile = profile;
   for (int i = 0; i < opt.repeat; ++i) {
+    ember::RunOptions run_options = run_options_for(opt);
+    run_options.profile = profile;
     const auto start = Clock::now();
     session.run(inputs, outputs, run_options);
     ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
@@ -209,6 +221,33 @@ void print_memory(const ember::Session& session) {
   }
 }
 
+// --info: what the model says about itself, and its inputs and outputs.
+void print_info(const ember::Session& session) {
+  const ember::ModelMetadata& m = session.metadata();
+  std::cout << "graph: " << m.graph_name << "\n";
+  if (!m.graph_doc_string.empty()) std::cout << "graph doc: " << m.graph_doc_string << "\n";
+  std::cout << "producer: " << m.producer_name << " " << m.producer_version << "\n";
+  std::cout << "ir version: " << m.ir_version << ", model version: " << m.model_version << "\n";
+  if (!m.domain.empty()) std::cout << "domain: " << m.domain << "\n";
+  if (!m.doc_string.empty()) std::cout << "doc: " << m.doc_string << "\n";
+  std::cout << "opsets:";
+  for (const auto& [domain, version] : m.opset_imports)
+    std::cout << " " << (domain.empty() ? "ai.onnx" : domain) << " " << version;
+  std::cout << "\n";
+  for (const auto& [key, value] : m.metadata_props) std::cout << "metadata " << key << ": " << value << "\n";
+  for (const auto& v : session.inputs())
+    std::cout << "input " << v.name << ": " << ember::dtype_name(v.dtype) << " " << format_dims(v.dims) << "\n";
+  for (const auto& v : session.outputs())
+    std::cout << "output " << v.name << ": " << ember::dtype_name(v.dtype) << " " << format_dims(v.dims) << "\n";
+}
+
+ember::LogLevel parse_log_level(const std::string& name) {
+  for (auto level : {ember::LogLevel::None, ember::LogLevel::Error, ember::LogLevel::Warning, ember::LogLevel::Info,
+                     ember::LogLevel::Debug})
+    if (name == ember::log_level_name(level)) return level;
+  throw ember::Error("log level '" + name + "' is not valid");  // CLI::IsMember checked it already
+}
+
 int run(const Options& opt) {
   if (opt.devices) {
     print_devices();
@@ -226,10 +265,15 @@ int run(const Options& opt) {
   ember::SessionOptions so;
   so.device = opt.device;
   so.num_threads = opt.threads;
-  so.optimize = !opt.no_optimize;
+  so.optimization = opt.no_optimize ? ember::GraphOptimization::None : ember::GraphOptimization::All;
   so.precision = opt.precision;
   so.cuda_graph = opt.cuda_graph;
+  so.log_level = parse_log_level(opt.log_level);
   ember::Session session(opt.model, so);
+  if (opt.info) {
+    print_info(session);
+    return 0;
+  }
 
   std::vector<ember::Tensor> inputs = read_inputs(session, opt);
   if (opt.batch > 0)
@@ -237,7 +281,7 @@ int run(const Options& opt) {
   if (opt.explain) std::cout << session.explain(inputs);
 
   ember::Profile profile;
-  ember::RunOptions run_options;
+  ember::RunOptions run_options = run_options_for(opt);
   if (opt.profile && opt.repeat == 0) run_options.profile = &profile;
   std::vector<ember::Tensor> first;
   {
@@ -297,6 +341,11 @@ int main(int argc, char** argv) {
   app.add_flag("--devices", opt.devices, "list the GPUs and exit");
   app.add_flag("--list-ops", opt.list_ops, "list the operators ember runs on --device and exit");
   app.add_flag("--no-optimize", opt.no_optimize, "skip the graph passes");
+  app.add_flag("--info", opt.info, "print what the model says about itself (producer, opsets, metadata, inputs, outputs) and exit");
+  app.add_option("--timeout-ms", opt.timeout_ms, "stop any run that takes longer than this (exit 1)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--log-level", opt.log_level, "none, error, warning (default), info or debug (one line per plan)")
+      ->check(CLI::IsMember({"none", "error", "warning", "info", "debug"}));
   try {
     app.parse(argc, argv);
     if (!opt.trace_path.empty()) opt.profile = true;

@@ -132,14 +132,15 @@ void RunContext::run(const Plan& plan, std::span<const Tensor> inputs, std::span
   try {
     for (Arena& a : arenas_) a.stream->begin_run();
     if (settings.profile)
-      run_profiled(plan, b, settings.num_threads, *settings.profile, run_start);
+      run_profiled(plan, b, settings.num_threads, *settings.profile, run_start, settings.stop);
     else if (settings.capture_graphs && !b.segments.empty())
-      run_with_graphs(plan, b, settings.num_threads);
+      run_with_graphs(plan, b, settings.num_threads, settings.stop);
     else
-      b.bound->run_all(settings.num_threads);
+      b.bound->run_all(settings.num_threads, nullptr, 0, settings.stop);
     for (Arena& a : arenas_) a.stream->synchronize();
   } catch (...) {
-    // Leave the streams idle so the context can be used again.
+    // Leave the streams idle (no capture open, no work queued) so the context can be
+    // used again; a stopped run's context goes back to the pool.
     for (Arena& a : arenas_) {
       a.stream->abort_capture();
       try {
@@ -150,7 +151,8 @@ void RunContext::run(const Plan& plan, std::span<const Tensor> inputs, std::span
     }
     throw;
   }
-  if (!plan.eager.empty()) run_eager(plan, b, outputs, settings.num_threads, settings.profile, run_start);
+  if (!plan.eager.empty())
+    run_eager(plan, b, outputs, settings.num_threads, settings.profile, run_start, settings.stop);
   if (settings.profile) {
     settings.profile->runs += 1;
     settings.profile->total_ns += steady_now_ns() - run_start;
@@ -161,16 +163,23 @@ void RunContext::run(const Plan& plan, std::span<const Tensor> inputs, std::span
 // synchronize, which a capture forbids), are recorded on their second use (and again
 // when the caller's device buffers move), then replayed; the steps between them run
 // one by one.
-void RunContext::run_with_graphs(const Plan& plan, Binding& b, int num_threads) {
+//
+// A stop is checked between steps and between segments, never inside a capture: a
+// replayed segment is one unit of work.
+void RunContext::run_with_graphs(const Plan& plan, Binding& b, int num_threads, const RunStop* stop) {
   size_t next = 0;
   for (size_t s = 0; s < plan.steps.size();) {
     if (next == b.segments.size() || b.segments[next].begin != s) {
-      b.bound->run_step(s++, num_threads);
+      b.bound->run_step(s++, num_threads, nullptr, 0, stop);
+      if (stop) stop->node_done();
       continue;
     }
     Segment& segment = b.segments[next++];
     if (!segment.warmed_up) {
-      for (; s < segment.end; ++s) b.bound->run_step(s, num_threads);
+      for (; s < segment.end; ++s) {
+        b.bound->run_step(s, num_threads, nullptr, 0, stop);
+        if (stop) stop->node_done();
+      }
       segment.warmed_up = true;
       continue;
     }
@@ -186,13 +195,16 @@ void RunContext::run_with_graphs(const Plan& plan, Binding& b, int num_threads) 
       for (int id : segment.caller_values) segment.caller_pointers.push_back(b.bound->tensor(id).data());
     }
     segment.graph->replay();
+    if (stop) stop->nodes_done += segment.end - segment.begin;
+    check_stop(stop);
     s = segment.end;
   }
 }
 
 // Host steps are timed by the host clock; device steps by events recorded around
 // them on their stream and read once the run is over, so no step waits for another.
-void RunContext::run_profiled(const Plan& plan, Binding& b, int num_threads, Profile& profile, int64_t origin_ns) {
+void RunContext::run_profiled(const Plan& plan, Binding& b, int num_threads, Profile& profile, int64_t origin_ns,
+                              const RunStop* stop) {
   struct Timing {
     DeviceStream* stream = nullptr;  // null: host-timed
     size_t before = 0, after = 0;
@@ -213,14 +225,16 @@ void RunContext::run_profiled(const Plan& plan, Binding& b, int num_threads, Pro
       t.before = marks[stream]++;
       t.after = marks[stream]++;
       stream->mark(t.before);
-      b.bound->run_step(s, num_threads, &profile, origin_ns);
+      b.bound->run_step(s, num_threads, &profile, origin_ns, stop);
       stream->mark(t.after);
+      if (stop) stop->node_done();
       continue;
     }
     const int64_t start = steady_now_ns();
-    b.bound->run_step(s, num_threads, &profile, origin_ns);
+    b.bound->run_step(s, num_threads, &profile, origin_ns, stop);
     t.start_ns = start - origin_ns;
     t.duration_ns = steady_now_ns() - start;
+    if (stop) stop->node_done();
   }
   for (Arena& a : arenas_) a.stream->synchronize();
   for (size_t s = 0; s < plan.steps.size(); ++s) {
@@ -238,7 +252,7 @@ void RunContext::run_profiled(const Plan& plan, Binding& b, int num_threads, Pro
 // The nodes after a data-dependent shape, one by one; graph outputs they produce
 // replace the caller's output tensors.
 void RunContext::run_eager(const Plan& plan, Binding& b, std::span<Tensor> outputs, int num_threads,
-                           Profile* profile, int64_t origin_ns) {
+                           Profile* profile, int64_t origin_ns, const RunStop* stop) {
   std::unordered_map<std::string, Tensor> env;
   for (const auto& [name, id] : plan.eager_reads) env[name] = b.bound->tensor(id);
   for (const auto& [node, opset] : plan.eager) {
@@ -248,7 +262,7 @@ void RunContext::run_eager(const Plan& plan, Binding& b, std::span<Tensor> outpu
       inputs.push_back(it == env.end() ? nullptr : &it->second);
     }
     const int64_t start = steady_now_ns();
-    std::vector<Tensor> results = evaluate_node(*node, opset, inputs, num_threads, &env);
+    std::vector<Tensor> results = evaluate_node(*node, opset, inputs, num_threads, &env, stop);
     if (profile) {
       NodeTiming t;
       t.node = node->name.empty() ? node->op_type : node->name;
@@ -261,6 +275,7 @@ void RunContext::run_eager(const Plan& plan, Binding& b, std::span<Tensor> outpu
     }
     for (size_t k = 0; k < node->outputs.size(); ++k)
       if (!node->outputs[k].empty()) env[node->outputs[k]] = std::move(results[k]);
+    if (stop) stop->node_done();
   }
   for (size_t i = 0; i < outputs.size(); ++i)
     if (plan.output_is_eager[i]) outputs[i] = env.at(plan.output_names[i]);

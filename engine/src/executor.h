@@ -22,6 +22,9 @@ struct RunSettings {
   int num_threads = 1;
   Profile* profile = nullptr;  // per-node timings; device nodes timed with device events
   bool capture_graphs = false;  // replay runs of device steps as captured graphs (CUDA graphs)
+  // Checked between steps (and by kernels with long loops): a stop raises RunStopped
+  // and leaves the context ready for the next run.
+  const RunStop* stop = nullptr;
 };
 
 class RunContext {
@@ -72,11 +75,12 @@ class RunContext {
 
   Binding& bind(const Plan& plan, const std::shared_ptr<const Plan>& owner);
   void find_segments(const Plan& plan, Binding& b);
-  void run_with_graphs(const Plan& plan, Binding& b, int num_threads);
-  void run_profiled(const Plan& plan, Binding& b, int num_threads, Profile& profile, int64_t origin_ns);
+  void run_with_graphs(const Plan& plan, Binding& b, int num_threads, const RunStop* stop);
+  void run_profiled(const Plan& plan, Binding& b, int num_threads, Profile& profile, int64_t origin_ns,
+                    const RunStop* stop);
   // The eager tail, each node timed into `profile` when there is one.
   void run_eager(const Plan& plan, Binding& b, std::span<Tensor> outputs, int num_threads, Profile* profile,
-                 int64_t origin_ns);
+                 int64_t origin_ns, const RunStop* stop);
   void* arena_base(Device device, size_t needed);
   Arena& arena_for(Device device);
 

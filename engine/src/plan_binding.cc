@@ -69,7 +69,7 @@ int64_t steady_now_ns() {
       .count();
 }
 
-void PlanBinding::run_step(size_t s, int num_threads, Profile* profile, int64_t origin_ns) {
+void PlanBinding::run_step(size_t s, int num_threads, Profile* profile, int64_t origin_ns, const RunStop* stop) {
   const PlannedStep& step = plan_.steps[s];
   std::span<const Tensor* const> all_inputs(inputs_);
   std::span<Tensor* const> all_outputs(outputs_);
@@ -79,24 +79,31 @@ void PlanBinding::run_step(size_t s, int num_threads, Profile* profile, int64_t 
   args.state = state_[s].get();
   args.profile = profile;
   args.profile_origin_ns = origin_ns;
+  args.stop = stop;
   try {
     step.kernel_impl->run(args);
+  } catch (const RunStopped&) {
+    throw;  // its message says it all, and callers catch it by type
   } catch (const Error& e) {
     throw Error(step.node_label + " on " + step.device.to_string() + ": " + e.what());
   }
 }
 
-void PlanBinding::run_all(int num_threads, Profile* profile, int64_t origin_ns) {
+void PlanBinding::run_all(int num_threads, Profile* profile, int64_t origin_ns, const RunStop* stop) {
   if (!profile) {
-    for (size_t s = 0; s < plan_.steps.size(); ++s) run_step(s, num_threads);
+    for (size_t s = 0; s < plan_.steps.size(); ++s) {
+      run_step(s, num_threads, nullptr, 0, stop);
+      if (stop) stop->node_done();
+    }
     return;
   }
   for (size_t s = 0; s < plan_.steps.size(); ++s) {
     const int64_t start = steady_now_ns();
-    run_step(s, num_threads, profile, origin_ns);
+    run_step(s, num_threads, profile, origin_ns, stop);
     const PlannedStep& step = plan_.steps[s];
     if (step.subplans.empty())
       profile->timings.push_back(node_timing(plan_, step, start - origin_ns, steady_now_ns() - start));
+    if (stop) stop->node_done();
   }
 }
 

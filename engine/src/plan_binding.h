@@ -8,6 +8,7 @@
 
 #include "engine/src/backend.h"
 #include "engine/src/plan.h"
+#include "ops/run_stop.h"
 
 #include <ember/profile.h>
 
@@ -38,12 +39,15 @@ class PlanBinding {
   void bind_io(std::span<const Tensor* const> inputs, std::span<Tensor* const> outputs);
   void bind_io(std::span<const Tensor> inputs, std::span<Tensor> outputs);
 
-  // Runs step `s`; an error names the node and its device. `profile` (with the run's
-  // start on the steady clock, ns) reaches steps that record steps of their own.
-  void run_step(size_t s, int num_threads, Profile* profile = nullptr, int64_t origin_ns = 0);
-  // Runs every step; with a `profile`, timing each on the host clock (a host plan: a
-  // planned If's branch, a Loop or Scan body) except those that record their own steps.
-  void run_all(int num_threads, Profile* profile = nullptr, int64_t origin_ns = 0);
+  // Runs step `s`; an error names the node and its device (a RunStopped passes as it
+  // is). `profile` (with the run's start on the steady clock, ns) reaches steps that
+  // record steps of their own; `stop` steps with long loops of their own.
+  void run_step(size_t s, int num_threads, Profile* profile = nullptr, int64_t origin_ns = 0,
+                const RunStop* stop = nullptr);
+  // Runs every step, checking `stop` after each; with a `profile`, timing each on the
+  // host clock (a host plan: a planned If's branch, a Loop or Scan body) except those
+  // that record their own steps.
+  void run_all(int num_threads, Profile* profile = nullptr, int64_t origin_ns = 0, const RunStop* stop = nullptr);
 
   const Plan& plan() const { return plan_; }
   Tensor& tensor(int value) { return tensors_[value]; }

@@ -56,7 +56,7 @@ void PlannedIf::run(const RunArgs& args) const {
     bound = PlanBinding::on_host(*branch.plan, args.workspace);
   }
   bound->bind_io(args.inputs.subspan(1), args.outputs);
-  bound->run_all(args.num_threads, args.profile, args.profile_origin_ns);
+  bound->run_all(args.num_threads, args.profile, args.profile_origin_ns, args.stop);
 }
 
 }  // namespace ember

@@ -154,6 +154,7 @@ void PlannedLoop::run(const RunArgs& args) const {
     for (size_t k = 0; k < body_.states; ++k)
       std::memcpy(args.outputs[k]->data(), args.inputs[k]->data(), at.state_bytes[k]);
   for (int64_t t = 0; t < trips; ++t) {
+    check_stop(args.stop);  // a body of no steps would otherwise never check
     if (body_.counts_iterations) *reinterpret_cast<int64_t*>(ws + at.iteration) = t;
     for (size_t k = 0; k < body_.states; ++k) {
       const void* from = t == 0 ? args.inputs[k]->data() : ws + at.state[k][(t - 1) % 2];
@@ -176,7 +177,7 @@ void PlannedLoop::run(const RunArgs& args) const {
                                                                                     : ws + s.slice_offset);
     }
     b.bound->bind_io(b.inputs, b.outputs);
-    b.bound->run_all(args.num_threads, args.profile, args.profile_origin_ns);
+    b.bound->run_all(args.num_threads, args.profile, args.profile_origin_ns, args.stop);
     for (size_t j = 0; j < at.scan_out.size(); ++j) {
       const Slicer& s = at.scan_out[j];
       if (s.in_place()) continue;

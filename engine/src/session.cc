@@ -4,6 +4,7 @@
 #include "engine/src/cuda_module.h"
 #include "engine/src/device_select.h"
 #include "engine/src/executor.h"
+#include "engine/src/log.h"
 #include "engine/src/plan_cache.h"
 #include "engine/src/planner.h"
 #include "graph/passes/convert_float16.h"
@@ -13,23 +14,27 @@
 #include "ops/cpu/activation_in_primitive.h"
 #include "ops/evaluate.h"
 #include "ops/registry.h"
+#include "ops/run_stop.h"
 
+#include <chrono>
 #include <cstdio>
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
 #include <fstream>
 #include <functional>
-#include <iostream>
 #include <map>
-#include <utility>
 #include <mutex>
+#include <string_view>
+#include <utility>
 
 namespace ember {
 
 struct Session::Impl {
   SessionOptions options;
+  Logger log;
   Graph graph;
+  ModelMetadata metadata;
   std::vector<std::unique_ptr<Backend>> owned_backends;
   std::vector<Backend*> backends;
   WeightCache weights;
@@ -52,6 +57,15 @@ struct Session::Impl {
   void warn_if_mostly_on_host(const Plan& plan) const;
   void give_back_packed_originals(const Plan& plan);
   bool originals_checked = false;
+  void optimize();
+  void log_plan(const Plan& plan, double milliseconds) const;
+  // Session::run, past the checks of its arguments, stopping as `stop` says.
+  void run(std::span<const Tensor> inputs, std::span<Tensor> outputs, const RunOptions& run_options,
+           const RunStop& stop);
+
+  // Checks the options, picks the backends, then loads the graph with `load` and
+  // readies it to plan: what both the path and the bytes constructors do.
+  static std::unique_ptr<Impl> make(const SessionOptions& options, const std::function<Graph()>& load);
 };
 
 namespace {
@@ -75,6 +89,15 @@ ValueDesc describe(const ValueInfo& v) {
 // Host outputs when the caller passes none (make_outputs, explain).
 Device output_device(std::span<const Tensor> outputs, size_t i) {
   return i < outputs.size() ? outputs[i].device() : Device{};
+}
+
+// A run's stop, from the time it begins.
+RunStop stop_for(const RunOptions& run_options) {
+  RunStop stop;
+  stop.cancel = run_options.cancel;
+  stop.deadline = run_options.deadline;
+  stop.start = RunStop::Clock::now();
+  return stop;
 }
 
 }  // namespace
@@ -157,8 +180,28 @@ void Session::Impl::warn_if_mostly_on_host(const Plan& plan) const {
   if (backends.front()->device().kind == DeviceKind::Cpu) return;
   const size_t total = plan.node_steps(), on_host = plan.node_steps_on(Device{});
   if (total == 0 || on_host * 2 <= total) return;
-  std::cerr << "ember: warning: " << on_host << " of " << total << " nodes run on the CPU, not on "
-            << backends.front()->device().to_string() << " (--explain, or Session::explain, says why)\n";
+  log.warning(std::to_string(on_host) + " of " + std::to_string(total) + " nodes run on the CPU, not on " +
+              backends.front()->device().to_string() + " (--explain, or Session::explain, says why)");
+}
+
+// One debug line per plan, with what decided its cost; its notes (placement
+// fallbacks) and its eager tail each on a line of their own.
+void Session::Impl::log_plan(const Plan& plan, double milliseconds) const {
+  if (!log.enabled(LogLevel::Debug)) return;
+  std::string line = "planned inputs";
+  for (const Shape& s : plan.input_shapes) (line += ' ') += shape_to_string(s);
+  char ms[32];
+  std::snprintf(ms, sizeof ms, "%.2f", milliseconds);
+  line += " in " + std::string(ms) + " ms: " + std::to_string(plan.steps.size()) + " steps";
+  for (const auto& [device, bytes] : plan.arena_bytes)
+    line += ", " + device.to_string() + " arena " + std::to_string(bytes) + " bytes (" +
+            std::to_string(plan.node_steps_on(device)) + " nodes)";
+  log.debug(line);
+  for (const std::string& note : plan.notes) log.debug("plan note: " + note);
+  if (!plan.eager.empty())
+    log.debug("eager tail of " + std::to_string(plan.eager.size()) + (plan.eager.size() == 1 ? " node" : " nodes") +
+              " from " + plan.eager.front().node->label() +
+              " on: an output shape there depends on input data, so they run one by one on the CPU");
 }
 
 // Weights held once: a MatMul or Gemm weight that every reader reads packed (input 1,
@@ -170,7 +213,7 @@ void Session::Impl::warn_if_mostly_on_host(const Plan& plan) const {
 void Session::Impl::give_back_packed_originals(const Plan& plan) {
   // Only with the first plan, which no run can be using yet.
   if (std::exchange(originals_checked, true)) return;
-  if (!options.optimize || backends.size() != 1 || options.precision == "fp16" || !plan.eager.empty()) return;
+  if (options.optimization != GraphOptimization::All || backends.size() != 1 || options.precision == "fp16" || !plan.eager.empty()) return;
   std::map<std::string, bool> only_packed;  // initializer -> every reader packs it
   auto read = [&](const std::string& name, bool packs) {
     if (!graph.is_initializer(name)) return;
@@ -228,7 +271,9 @@ std::shared_ptr<const Plan> Session::Impl::plan_for(std::span<const Tensor> inpu
                   ", a device this session does not run on (device option '" + options.device + "')");
     planner_options.output_devices.push_back(d);
   }
+  const auto start = std::chrono::steady_clock::now();
   std::unique_ptr<Plan> plan = build_plan(graph, shapes, backends, weights, planner_options);
+  log_plan(*plan, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   warn_if_mostly_on_host(*plan);
   give_back_packed_originals(*plan);
   const uint64_t evictions = plans->evictions();
@@ -264,32 +309,89 @@ void Session::Impl::return_context(std::unique_ptr<RunContext> context, uint64_t
   idle_contexts.push_back(std::move(context));
 }
 
-Session::Session(const std::string& model_path, SessionOptions options)
-    : impl_(std::make_unique<Impl>()) {
-  impl_->options = options;
-  impl_->plans = std::make_unique<PlanCache>(PlanCacheLimits{options.plan_cache_max_plans, options.plan_cache_max_bytes});
+// The graph passes the options ask for. Channels-last layouts and strided matmul
+// operands are the CPU kernels' (the CUDA ones pick their own), on float32 values
+// (bf16 math converts inside the kernel).
+void Session::Impl::optimize() {
+  if (options.optimization == GraphOptimization::None) return;
+  const size_t before = graph.nodes.size();
+  const auto start = std::chrono::steady_clock::now();
+  const bool for_cpu = backends.front()->device().kind == DeviceKind::Cpu && options.precision != "fp16";
+  if (options.optimization == GraphOptimization::Basic) {
+    fold_constants(graph, cpu_node_evaluator());
+    eliminate_dead_code(graph);
+  } else {
+    optimize_graph(graph, cpu_node_evaluator(), for_cpu);
+    // bf16 convolutions read bfloat16 anyway: between two of them the value stays so,
+    // instead of a float32 write and a reorder back at the reader.
+    if (for_cpu && options.precision == "bf16") keep_bf16_between_convs(graph, activation_in_primitive);
+  }
+  if (log.enabled(LogLevel::Info)) {
+    char ms[32];
+    std::snprintf(ms, sizeof ms, "%.1f", std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+    log.info(std::string("graph passes (") + (options.optimization == GraphOptimization::Basic ? "basic" : "all") +
+             "): " + std::to_string(before) + " nodes -> " + std::to_string(graph.nodes.size()) + " in " + ms + " ms");
+  }
+}
+
+namespace {
+
+ModelMetadata metadata_of(const Graph& g) {
+  ModelMetadata m;
+  m.opset_imports = g.opset_imports;
+  m.ir_version = g.model.ir_version;
+  m.producer_name = g.model.producer_name;
+  m.producer_version = g.model.producer_version;
+  m.domain = g.model.domain;
+  m.model_version = g.model.model_version;
+  m.doc_string = g.model.doc_string;
+  m.graph_name = g.name;
+  m.graph_doc_string = g.doc_string;
+  m.metadata_props = g.model.metadata_props;
+  return m;
+}
+
+}  // namespace
+
+std::unique_ptr<Session::Impl> Session::Impl::make(const SessionOptions& options, const std::function<Graph()>& load) {
+  auto impl = std::make_unique<Impl>();
+  impl->options = options;
+  impl->log = Logger(options.log_level, options.log_sink);
+  impl->plans = std::make_unique<PlanCache>(PlanCacheLimits{options.plan_cache_max_plans, options.plan_cache_max_bytes});
   // Resolved once: kernels are built for the count they run with (oneDNN fixes its
   // thread split when a primitive is created), so 0 must not reach them as "one".
-  impl_->options.num_threads = resolve_thread_count(options.num_threads);
+  impl->options.num_threads = resolve_thread_count(options.num_threads);
   if (options.precision != "fp32" && options.precision != "fp16" && options.precision != "bf16")
     throw Error("precision '" + options.precision + "' is not valid: expected fp32, fp16 or bf16");
-  impl_->owned_backends = select_backends(options.device);
-  for (auto& b : impl_->owned_backends) impl_->backends.push_back(b.get());
-  if (options.precision == "bf16") check_bf16_supported(impl_->backends.front()->device());
-  impl_->graph = load_model(model_path);
-  check_supported(impl_->graph, impl_->backends);
-  // Channels-last layouts and strided matmul operands are the CPU kernels' (the CUDA
-  // ones pick their own), on float32 values (bf16 math converts inside the kernel).
-  const bool for_cpu = impl_->backends.front()->device().kind == DeviceKind::Cpu && options.precision != "fp16";
-  if (options.optimize) optimize_graph(impl_->graph, cpu_node_evaluator(), for_cpu);
-  // bf16 convolutions read bfloat16 anyway: between two of them the value stays so,
-  // instead of a float32 write and a reorder back at the reader.
-  if (options.optimize && for_cpu && options.precision == "bf16") keep_bf16_between_convs(impl_->graph, activation_in_primitive);
-  if (options.precision == "fp16") impl_->convert_to_half();
-  bind_attributes(impl_->graph);  // after every pass: each kernel reads the final nodes
-  impl_->upload_weights();
-  for (const auto& v : impl_->graph.inputs) impl_->input_descs.push_back(describe(v));
-  for (const auto& v : impl_->graph.outputs) impl_->output_descs.push_back(describe(v));
+  impl->owned_backends = select_backends(options.device);
+  for (auto& b : impl->owned_backends) impl->backends.push_back(b.get());
+  if (options.precision == "bf16") check_bf16_supported(impl->backends.front()->device());
+  impl->graph = load();
+  impl->metadata = metadata_of(impl->graph);
+  impl->log.info("loaded " + impl->graph.source + ": " + std::to_string(impl->graph.nodes.size()) + " nodes, " +
+                 std::to_string(impl->graph.initializers.size()) + " initializers, " +
+                 std::to_string(impl->backends.size()) + " devices (" + impl->backends.front()->device().to_string() +
+                 " first)");
+  check_supported(impl->graph, impl->backends);
+  impl->optimize();
+  if (options.precision == "fp16") impl->convert_to_half();
+  bind_attributes(impl->graph);  // after every pass: each kernel reads the final nodes
+  impl->upload_weights();
+  for (const auto& v : impl->graph.inputs) impl->input_descs.push_back(describe(v));
+  for (const auto& v : impl->graph.outputs) impl->output_descs.push_back(describe(v));
+  return impl;
+}
+
+Session::Session(const std::string& model_path, SessionOptions options)
+    : impl_(Impl::make(options, [&] { return load_model(model_path); })) {}
+
+Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+// Errors name the bytes "model bytes" where a file's would name the file.
+Session Session::from_bytes(std::span<const std::byte> model, SessionOptions options,
+                            const std::string& external_data_dir) {
+  const std::string_view bytes(reinterpret_cast<const char*>(model.data()), model.size());
+  return Session(Impl::make(options, [&] { return load_model_from_bytes(bytes, "model bytes", external_data_dir); }));
 }
 
 Session::~Session() = default;
@@ -309,6 +411,7 @@ std::vector<std::string> list_operators(const std::string& device) {
 
 const std::vector<ValueDesc>& Session::inputs() const { return impl_->input_descs; }
 const std::vector<ValueDesc>& Session::outputs() const { return impl_->output_descs; }
+const ModelMetadata& Session::metadata() const { return impl_->metadata; }
 
 std::vector<Tensor> Session::make_outputs(std::span<const Tensor> inputs) {
   impl_->check_inputs(inputs);
@@ -357,19 +460,29 @@ std::vector<Tensor> Session::run(const std::vector<std::pair<std::string, Tensor
   for (size_t i = 0; i < given.size(); ++i)
     if (!given[i]) throw Error("input '" + impl_->graph.inputs[i].name + "' is missing");
 
+  const RunStop stop = stop_for(run_options);
+  impl_->check_inputs(ordered);
+  stop.check();  // before planning: a run past its deadline does no work at all
   std::vector<Tensor> outputs = make_outputs(ordered);
-  run(ordered, outputs, run_options);
+  impl_->run(ordered, outputs, run_options, stop);
   return outputs;
 }
 
 void Session::run(std::span<const Tensor> inputs, std::span<Tensor> outputs,
                   const RunOptions& run_options) {
+  const RunStop stop = stop_for(run_options);
   impl_->check_inputs(inputs);
-  if (outputs.size() != impl_->graph.outputs.size())
-    throw Error("the model has " + std::to_string(impl_->graph.outputs.size()) + " outputs, got " +
+  stop.check();
+  impl_->run(inputs, outputs, run_options, stop);
+}
+
+void Session::Impl::run(std::span<const Tensor> inputs, std::span<Tensor> outputs,
+                        const RunOptions& run_options, const RunStop& stop) {
+  if (outputs.size() != graph.outputs.size())
+    throw Error("the model has " + std::to_string(graph.outputs.size()) + " outputs, got " +
                 std::to_string(outputs.size()) + " output tensors");
-  const uint64_t evictions = impl_->plans->evictions();
-  const std::shared_ptr<const Plan> planned = impl_->plan_for(inputs, outputs);
+  const uint64_t evictions = plans->evictions();
+  const std::shared_ptr<const Plan> planned = plan_for(inputs, outputs);
   const Plan& plan = *planned;
   if (outputs.size() != plan.output_values.size())
     throw Error("the model has " + std::to_string(plan.output_values.size()) + " outputs, got " +
@@ -378,19 +491,29 @@ void Session::run(std::span<const Tensor> inputs, std::span<Tensor> outputs,
     if (plan.output_values[i] < 0) continue;  // replaced by the run: its shape depends on data
     const TensorType& t = plan.values[plan.output_values[i]].type;
     if (outputs[i].dtype() != t.dtype || outputs[i].shape() != t.shape)
-      throw Error("output '" + impl_->graph.outputs[i].name + "' must be " + dtype_name(t.dtype) +
+      throw Error("output '" + graph.outputs[i].name + "' must be " + dtype_name(t.dtype) +
                   " " + shape_to_string(t.shape) + ", got " + dtype_name(outputs[i].dtype()) + " " +
                   shape_to_string(outputs[i].shape()));
   }
 
-  std::unique_ptr<RunContext> context = impl_->take_context();
-  const ThreadCountScope threads(impl_->options.num_threads);
+  std::unique_ptr<RunContext> context = take_context();
+  const ThreadCountScope threads(options.num_threads);
   RunSettings settings;
-  settings.num_threads = impl_->options.num_threads;
+  settings.num_threads = options.num_threads;
   settings.profile = run_options.profile;
-  settings.capture_graphs = impl_->options.cuda_graph;
-  context->run(plan, inputs, outputs, settings, planned);
-  impl_->return_context(std::move(context), evictions);
+  settings.capture_graphs = options.cuda_graph;
+  settings.stop = &stop;
+  auto give_back = [&] { return_context(std::move(context), evictions); };
+  try {
+    context->run(plan, inputs, outputs, settings, planned);
+  } catch (const RunStopped&) {
+    // A stop comes between steps or iterations, after the executor left the streams
+    // idle: the context's arenas and bindings stay valid, and the next run rewrites
+    // whatever this one left half done. (After other errors the context is dropped.)
+    give_back();
+    throw;
+  }
+  give_back();
 }
 
 std::vector<DeviceMemory> Session::memory() const {

@@ -3,6 +3,7 @@
 // only running the body tells their shapes.
 #include "ops/evaluate.h"
 #include "ops/registry.h"
+#include "ops/run_stop.h"
 
 #include <ember/core/error.h>
 
@@ -14,9 +15,10 @@ namespace {
 
 using Scope = std::unordered_map<std::string, Tensor>;
 
-// Runs `body` on `inputs` (bound to its inputs in order) in the scope of `outer`.
+// Runs `body` on `inputs` (bound to its inputs in order) in the scope of `outer`,
+// checking the run's `stop` (if any) after each node.
 std::vector<Tensor> run_body(const Graph& body, int64_t opset, const std::vector<Tensor>& inputs,
-                             const Scope& outer, int num_threads) {
+                             const Scope& outer, int num_threads, const RunStop* stop) {
   Scope scope = outer;
   for (const auto& [name, t] : body.initializers) scope[name] = t;
   for (size_t i = 0; i < body.inputs.size() && i < inputs.size(); ++i) scope[body.inputs[i].name] = inputs[i];
@@ -31,9 +33,10 @@ std::vector<Tensor> run_body(const Graph& body, int64_t opset, const std::vector
       if (it == scope.end()) throw Error(n.label() + ": reads '" + name + "', which nothing in scope defines");
       args.push_back(&it->second);
     }
-    std::vector<Tensor> out = evaluate_node(n, opset, args, num_threads, &scope);
+    std::vector<Tensor> out = evaluate_node(n, opset, args, num_threads, &scope, stop);
     for (size_t k = 0; k < n.outputs.size(); ++k)
       if (!n.outputs[k].empty()) scope[n.outputs[k]] = std::move(out[k]);
+    if (stop) stop->node_done();
   }
   std::vector<Tensor> results;
   for (const auto& o : body.outputs) results.push_back(scope.at(o.name));
@@ -93,7 +96,7 @@ class IfKernel final : public Kernel {
   void run(const RunArgs& args) const override {
     const bool cond = truth(*args.inputs[0], node_);
     const Graph& branch = node_.attributes.get_graph(cond ? "then_branch" : "else_branch");
-    std::vector<Tensor> results = run_body(branch, opset_, {}, scope_of(args), args.num_threads);
+    std::vector<Tensor> results = run_body(branch, opset_, {}, scope_of(args), args.num_threads, args.stop);
     for (size_t i = 0; i < args.outputs.size() && i < results.size(); ++i)
       if (args.outputs[i]) *args.outputs[i] = results[i];
   }
@@ -120,13 +123,14 @@ class LoopKernel final : public Kernel {
     constexpr int64_t kMaxIterations = int64_t{1} << 31;
     for (int64_t i = 0; (trips < 0 || i < trips) && cond; ++i) {
       if (i >= kMaxIterations) throw Error(node_.label() + ": ran past 2^31 iterations");
+      check_stop(args.stop);  // an empty body would otherwise never check
       Tensor iteration(DType::Int64, {});
       *iteration.data_as<int64_t>() = i;
       Tensor cond_tensor(DType::Bool, {});
       *cond_tensor.data_as<uint8_t>() = cond;
       std::vector<Tensor> body_inputs = {iteration, cond_tensor};
       body_inputs.insert(body_inputs.end(), carried.begin(), carried.end());
-      std::vector<Tensor> out = run_body(body, opset_, body_inputs, scope_of(args), args.num_threads);
+      std::vector<Tensor> out = run_body(body, opset_, body_inputs, scope_of(args), args.num_threads, args.stop);
       if (cond_in) cond = truth(out[0], node_);  // without a condition input it is ignored
       for (size_t k = 0; k < n_carried; ++k) carried[k] = out[1 + k].clone();
       for (size_t k = 0; k < scans.size(); ++k) scans[k].push_back(out[1 + n_carried + k].clone());
@@ -172,12 +176,13 @@ class ScanKernel final : public Kernel {
     const size_t n_scan_out = body.outputs.size() - n_states;
     std::vector<std::vector<Tensor>> scans(n_scan_out);
     for (int64_t t = 0; t < length; ++t) {
+      check_stop(args.stop);
       std::vector<Tensor> body_inputs = states;
       for (int64_t k = 0; k < num_scan_inputs_; ++k) {
         const bool reverse = k < static_cast<int64_t>(input_directions_.size()) && input_directions_[k];
         body_inputs.push_back(slice_at(*args.inputs[n_states + k], axes[k], reverse ? length - 1 - t : t));
       }
-      std::vector<Tensor> out = run_body(body, opset_, body_inputs, scope_of(args), args.num_threads);
+      std::vector<Tensor> out = run_body(body, opset_, body_inputs, scope_of(args), args.num_threads, args.stop);
       for (size_t k = 0; k < n_states; ++k) states[k] = out[k].clone();
       for (size_t k = 0; k < n_scan_out; ++k) scans[k].push_back(out[n_states + k].clone());
     }

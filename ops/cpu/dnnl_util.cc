@@ -385,8 +385,10 @@ class Float16Adapter final : public Kernel {
       out_views[i] = Tensor::view(DType::Float32, args.outputs[i]->shape(), workspace_at(args, output_at_[i]));
       outs[i] = &out_views[i];
     }
-    inner_->run(RunArgs{std::span(ins.data(), args.inputs.size()), std::span(outs.data(), args.outputs.size()),
-                        args.workspace, args.num_threads, args.stream});
+    RunArgs inner_args{std::span(ins.data(), args.inputs.size()), std::span(outs.data(), args.outputs.size()),
+                       args.workspace, args.num_threads, args.stream};
+    inner_args.stop = args.stop;  // a wrapped recurrence stops when asked as well
+    inner_->run(inner_args);
     for (size_t i = 0; i < args.outputs.size(); ++i)
       if (outs[i] && convert_output_[i])
         float_to_half(outs[i]->data_as<float>(), args.outputs[i]->data_as<uint16_t>(), outs[i]->numel());

@@ -65,7 +65,7 @@ class GruKernel final : public Kernel {
     const GruCell<T> cell{cfg_, linear_before_reset_, args.inputs[1]->data_as<T>(),
                           args.inputs[2]->data_as<T>(), optional_input<T>(args, 3)};
     run_sequences(cfg_, io, static_cast<T*>(args.workspace), 3 * cfg_.hidden,
-                  3 * cfg_.hidden * (cfg_.input_size + cfg_.hidden), cell);
+                  3 * cfg_.hidden * (cfg_.input_size + cfg_.hidden), cell, args.stop);
   }
 
  private:

@@ -72,7 +72,7 @@ class LstmKernel final : public Kernel {
                            args.inputs[2]->data_as<T>(), optional_input<T>(args, 3),
                            optional_input<T>(args, 7)};
     run_sequences(cfg_, io, static_cast<T*>(args.workspace), 4 * cfg_.hidden,
-                  4 * cfg_.hidden * (cfg_.input_size + cfg_.hidden), cell);
+                  4 * cfg_.hidden * (cfg_.input_size + cfg_.hidden), cell, args.stop);
   }
 
  private:

@@ -43,7 +43,7 @@ class RnnKernel final : public Kernel {
     const RnnCell<T> cell{cfg_, args.inputs[1]->data_as<T>(), args.inputs[2]->data_as<T>(),
                           optional_input<T>(args, 3)};
     run_sequences(cfg_, io, static_cast<T*>(args.workspace), cfg_.hidden,
-                  cfg_.hidden * (cfg_.input_size + cfg_.hidden), cell);
+                  cfg_.hidden * (cfg_.input_size + cfg_.hidden), cell, args.stop);
   }
 
  private:

@@ -10,6 +10,7 @@
 #include "ops/cpu/parallel.h"
 #include "ops/cpu/vector_math.h"
 #include "ops/kernel.h"
+#include "ops/run_stop.h"
 
 #include <algorithm>
 #include <cmath>
@@ -169,10 +170,12 @@ inline int64_t sequence_workspace(const RecurrentConfig& cfg, int64_t scratch) {
 
 // Runs every (direction, batch) sequence: `cell.step(d, x_row, h, c, scratch)` turns
 // the state (h, c) of one step into the next in place. Steps past a sequence's length
-// leave zeros in Y; Y_h/Y_c get the state after its last valid step.
+// leave zeros in Y; Y_h/Y_c get the state after its last valid step. A `stop` requested
+// mid-way ends every sequence at its next step (an exception cannot leave the worker
+// threads), then raises here; the outputs are then incomplete.
 template <class T, class Cell>
 void run_sequences(const RecurrentConfig& cfg, const SequenceIo<T>& io, T* workspace,
-                   int64_t scratch, int64_t cost_per_step, const Cell& cell) {
+                   int64_t scratch, int64_t cost_per_step, const Cell& cell, const RunStop* stop) {
   const int64_t hidden = cfg.hidden, per_item = 2 * hidden + scratch;
   parallel_for(cfg.num_directions * cfg.batch, cost_per_step * cfg.seq_length,
                [&](int64_t begin, int64_t end) {
@@ -187,6 +190,7 @@ void run_sequences(const RecurrentConfig& cfg, const SequenceIo<T>& io, T* works
       else std::fill_n(c, hidden, T(0));
       const int64_t len = io.lens ? io.lens[b] : cfg.seq_length;
       for (int64_t s = 0; s < len; ++s) {
+        if (stop && stop->requested()) return;
         const int64_t t = cfg.reverse[d] ? len - 1 - s : s;
         cell.step(d, io.x + cfg.x_offset(t, b), h, c, c + hidden);
         if (io.y) std::copy_n(h, hidden, io.y + cfg.y_offset(t, d, b));
@@ -198,6 +202,7 @@ void run_sequences(const RecurrentConfig& cfg, const SequenceIo<T>& io, T* works
       if (io.y_c) std::copy_n(c, hidden, io.y_c + state);
     }
   });
+  check_stop(stop);
 }
 
 }  // namespace ember

@@ -263,4 +263,33 @@ TEST_F(Cli, RepeatProfileAndExplainReport) {
   EXPECT_NE(slurp(summary).find("\"p99\""), std::string::npos);
 }
 
+TEST_F(Cli, InfoPrintsWhatTheModelSaysAboutItself) {
+  const auto model = write_model("m.onnx", [](onnx::ModelProto& m) {
+    m.set_producer_name("tester");
+    m.set_producer_version("0.1");
+    auto* p = m.add_metadata_props();
+    p->set_key("license");
+    p->set_value("MIT");
+  });
+  const Result r = infer(model + " --info");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("graph: relu"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("producer: tester 0.1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("opsets: ai.onnx 17"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("metadata license: MIT"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("input x: float32 [n, 4]"), std::string::npos) << r.out;
+}
+
+TEST_F(Cli, LogLevelDebugSaysEachPlanOnStderrAndNoneSaysNothing) {
+  const auto model = write_model("m.onnx");
+  const auto x = write_input("x.npy", ember::DType::Float32, {2, 4});
+  Result r = infer(model + " " + x + " --log-level debug");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("ember: debug: planned inputs [2, 4]"), std::string::npos) << r.err;
+  r = infer(model + " " + x + " --log-level none");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  expect_one_line_error(infer(model + " " + x + " --timeout-ms 0.000001"), "run passed its deadline");
+}
+
 }  // namespace

@@ -1,9 +1,15 @@
 // ember::Session — load a model once, run it many times, from many threads at once.
 #pragma once
 
+#include <ember/log.h>
 #include <ember/profile.h>
+#include <ember/core/cancel.h>
 #include <ember/core/tensor.h>
 
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -12,10 +18,20 @@
 
 namespace ember {
 
+// Which graph passes run when a session is made. None: the graph as the file has it.
+// Basic: constant folding and dead-code removal, which change no node's arithmetic.
+// All: also the fusions and layout passes (Conv+BatchNorm, bias/activation epilogues,
+// GELU, attention, elementwise regions, channels-last on the CPU).
+enum class GraphOptimization { None, Basic, All };
+
 struct SessionOptions {
   std::string device = "cpu";  // "cpu", "cuda" or "cuda:N"
   int num_threads = 0;         // intra-op threads per run; 0 = every core
-  bool optimize = true;        // run the graph passes (folding, fusion)
+  GraphOptimization optimization = GraphOptimization::All;
+  // Lines at log_level and below go to log_sink (stderr, "ember: warning: ...", when it
+  // is empty). LogLevel::None silences the session. Debug says what each new plan is.
+  LogLevel log_level = LogLevel::Warning;
+  LogSink log_sink = nullptr;
   // "fp32"; "fp16": the float32 computation runs in float16 (tensor cores on CUDA,
   // float32 accumulation); "bf16" (CPU with AVX512_BF16): convolutions and matrix
   // products take bfloat16 operands and accumulate in float32, everything else stays
@@ -66,8 +82,26 @@ struct MemoryReport {
   std::string to_string() const;  // one line per entry, then the process
 };
 
+// What the model file says about itself (besides its inputs and outputs).
+struct ModelMetadata {
+  std::map<std::string, int64_t> opset_imports;  // domain ("" is the standard one) -> version
+  int64_t ir_version = 0;
+  std::string producer_name, producer_version;  // "pytorch", "2.3.0"
+  std::string domain;                           // the model's own, "com.example"
+  int64_t model_version = 0;
+  std::string doc_string;
+  std::string graph_name, graph_doc_string;
+  std::map<std::string, std::string> metadata_props;  // free-form key/value pairs
+};
+
 struct RunOptions {
   Profile* profile = nullptr;  // when set, filled with one entry per executed node
+  // When set, another thread may cancel the run: it then raises RunCancelled at the
+  // next check (between nodes, between iterations of Loop, Scan and RNN/GRU/LSTM).
+  const CancelToken* cancel = nullptr;
+  // A run still going at this time raises DeadlineExceeded at its next check; one that
+  // starts after it raises before doing any work. max(): no deadline.
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
 };
 
 // Every operator ember has a kernel for on a device kind ("cpu", "cuda"), sorted;
@@ -76,13 +110,20 @@ std::vector<std::string> list_operators(const std::string& device = "cpu");
 
 class Session {
  public:
+  // A model file; external data is read from the file's folder.
   explicit Session(const std::string& model_path, SessionOptions options = {});
+  // A model already in memory (the bytes of a .onnx file; read once, not kept).
+  // Tensors stored as external data are read from `external_data_dir`; with none ("")
+  // a model that has some is refused with an error naming the tensor.
+  static Session from_bytes(std::span<const std::byte> model, SessionOptions options = {},
+                            const std::string& external_data_dir = "");
   ~Session();
   Session(Session&&) noexcept;
   Session& operator=(Session&&) noexcept;
 
   const std::vector<ValueDesc>& inputs() const;
   const std::vector<ValueDesc>& outputs() const;
+  const ModelMetadata& metadata() const;
 
   // Inputs by name; returns the outputs in graph order. Thread-safe.
   std::vector<Tensor> run(const std::vector<std::pair<std::string, Tensor>>& inputs,
@@ -111,6 +152,7 @@ class Session {
   struct Impl;
 
  private:
+  explicit Session(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
 

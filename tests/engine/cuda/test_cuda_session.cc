@@ -7,7 +7,9 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
+#include <mutex>
 #include <cstdlib>
 #include <random>
 #include <sstream>
@@ -154,6 +156,63 @@ TEST(CudaSession, SteadyStateRunsAllocateNoDeviceMemory) {
     EXPECT_GT(session.memory()[0].weight_bytes, 0u);
 #endif
     EXPECT_GE(session.memory()[0].peak_bytes, session.memory()[0].weight_bytes);
+  }
+}
+
+// On the emulator the Convs and the Gemm run on the CPU, so most nodes do: the session
+// says so once per plan, as a warning, to its log sink and nowhere else.
+TEST(CudaSession, MostNodesOnTheCpuIsAWarningInTheLogSink) {
+  REQUIRE_GPU();
+#ifndef EMBER_CUDA_EMULATOR
+  GTEST_SKIP() << "on a GPU every node of the default model runs there: nothing to warn about";
+#endif
+  std::mutex mutex;
+  std::vector<std::string> warnings;
+  auto sink = [&](LogLevel level, std::string_view line) {
+    std::lock_guard lock(mutex);
+    if (level == LogLevel::Warning) warnings.emplace_back(line);
+  };
+  testing::internal::CaptureStderr();
+  {
+    Session session(kModel, SessionOptions{.device = "cuda", .log_sink = sink});
+    for (int i = 0; i < 2; ++i) session.run({{session.inputs()[0].name, input_for(session, 1)}});
+  }
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("nodes run on the CPU, not on cuda:0"), std::string::npos) << warnings[0];
+
+  testing::internal::CaptureStderr();
+  {
+    Session session(kModel, SessionOptions{.device = "cuda", .log_level = LogLevel::None});
+    session.run({{session.inputs()[0].name, input_for(session, 1)}});
+  }
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+}
+
+// Runs stopped by deadlines at every point of a run, CUDA graphs recorded or replayed,
+// leave the session giving the results of one never stopped.
+TEST(CudaSession, RunsStoppedMidWayLeaveTheSessionRight) {
+  REQUIRE_GPU();
+  for (bool cuda_graph : {false, true}) {
+    Session session(kModel, SessionOptions{.device = "cuda", .cuda_graph = cuda_graph});
+    const Tensor x = input_for(session, 2);
+    const auto start = std::chrono::steady_clock::now();
+    const auto want = session.run({{session.inputs()[0].name, x}});
+    const auto one_run = std::chrono::steady_clock::now() - start;
+    int stopped = 0;
+    for (int k = 0; k < 10; ++k) {
+      RunOptions options;
+      options.deadline = std::chrono::steady_clock::now() + one_run * k / 10;
+      try {
+        session.run({{session.inputs()[0].name, x}}, options);
+      } catch (const DeadlineExceeded&) {
+        ++stopped;
+      }
+      const auto got = session.run({{session.inputs()[0].name, x}});
+      for (size_t i = 0; i < got.size(); ++i)
+        EXPECT_LE(relative_error(got[i], want[i]), 1e-6) << "cuda_graph " << cuda_graph << ", k " << k;
+    }
+    EXPECT_GT(stopped, 0);
   }
 }
 
