@@ -142,7 +142,10 @@ int64_t checked_numel(const Shape& shape, const std::string& path) {
 }  // namespace
 
 Tensor read_npy(const std::string& path) {
-  const std::string bytes = read_whole_file(path, "a .npy file");
+  return read_npy_from_bytes(read_whole_file(path, "a .npy file"), path);
+}
+
+Tensor read_npy_from_bytes(std::string_view bytes, const std::string& path) {
   if (bytes.size() < kMagicSize + 4 || bytes.compare(0, kMagicSize, kMagic, kMagicSize) != 0)
     throw Error(path + ": not a .npy file (no \\x93NUMPY magic)");
   const auto* u = reinterpret_cast<const uint8_t*>(bytes.data());
@@ -154,7 +157,7 @@ Tensor read_npy(const std::string& path) {
   for (size_t i = 0; i < len_bytes; ++i) header_len |= size_t{u[8 + i]} << (8 * i);
   const size_t data_start = 8 + len_bytes + header_len;
   if (data_start > bytes.size()) throw Error(path + ": truncated .npy header");
-  const Header h = parse_header(std::string_view(bytes).substr(8 + len_bytes, header_len), path);
+  const Header h = parse_header(bytes.substr(8 + len_bytes, header_len), path);
 
   const size_t need = dtype_bytes(h.dtype, checked_numel(h.shape, path));
   if (bytes.size() - data_start < need)
