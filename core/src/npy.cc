@@ -129,10 +129,11 @@ void fortran_to_c(const uint8_t* src, Tensor& dst) {
   }
 }
 
+// dtype_bytes counts in bits (up to 128 per element): numel * 128 must fit an int64.
 int64_t checked_numel(const Shape& shape, const std::string& path) {
   int64_t n = 1;
   for (int64_t d : shape) {
-    if (d > 0 && n > std::numeric_limits<int64_t>::max() / 16 / d)
+    if (d > 0 && n > std::numeric_limits<int64_t>::max() / 128 / d)
       throw Error(path + ": npy shape " + shape_to_string(shape) + " holds too many elements");
     n *= d;
   }
