@@ -1,10 +1,19 @@
 #!/usr/bin/env bash
 # Installs what ember needs to build, test and benchmark, on a fresh Debian 12 machine.
 # Safe to run again: it only installs what is missing.
+#   scripts/setup.sh          what the build and the tests need (the sanitizer builds use
+#                             g++'s own ASan, UBSan and TSan runtimes: nothing more)
+#   scripts/setup.sh --fuzz   also clang with libFuzzer and its OpenMP runtime
+#                             (scripts/fuzz.sh); left out otherwise: CI and the normal
+#                             build do not need a second compiler (about 150 MB)
 set -euo pipefail
 
 apt_packages=(cmake g++ ccache libdnnl-dev libonnx-dev libprotobuf-dev protobuf-compiler
               libcli11-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev)
+if [[ ${1:-} == --fuzz ]]; then
+  # Debian 12: clang 14; libFuzzer and the sanitizer runtimes are in libclang-rt-dev.
+  apt_packages+=(clang libclang-rt-dev libomp-dev)
+fi
 
 missing=()
 for p in "${apt_packages[@]}"; do

@@ -129,10 +129,11 @@ void fortran_to_c(const uint8_t* src, Tensor& dst) {
   }
 }
 
+// dtype_bytes counts in bits (up to 128 per element): numel * 128 must fit an int64.
 int64_t checked_numel(const Shape& shape, const std::string& path) {
   int64_t n = 1;
   for (int64_t d : shape) {
-    if (d > 0 && n > std::numeric_limits<int64_t>::max() / 16 / d)
+    if (d > 0 && n > std::numeric_limits<int64_t>::max() / 128 / d)
       throw Error(path + ": npy shape " + shape_to_string(shape) + " holds too many elements");
     n *= d;
   }
@@ -142,7 +143,10 @@ int64_t checked_numel(const Shape& shape, const std::string& path) {
 }  // namespace
 
 Tensor read_npy(const std::string& path) {
-  const std::string bytes = read_whole_file(path, "a .npy file");
+  return read_npy_from_bytes(read_whole_file(path, "a .npy file"), path);
+}
+
+Tensor read_npy_from_bytes(std::string_view bytes, const std::string& path) {
   if (bytes.size() < kMagicSize + 4 || bytes.compare(0, kMagicSize, kMagic, kMagicSize) != 0)
     throw Error(path + ": not a .npy file (no \\x93NUMPY magic)");
   const auto* u = reinterpret_cast<const uint8_t*>(bytes.data());
@@ -154,7 +158,7 @@ Tensor read_npy(const std::string& path) {
   for (size_t i = 0; i < len_bytes; ++i) header_len |= size_t{u[8 + i]} << (8 * i);
   const size_t data_start = 8 + len_bytes + header_len;
   if (data_start > bytes.size()) throw Error(path + ": truncated .npy header");
-  const Header h = parse_header(std::string_view(bytes).substr(8 + len_bytes, header_len), path);
+  const Header h = parse_header(bytes.substr(8 + len_bytes, header_len), path);
 
   const size_t need = dtype_bytes(h.dtype, checked_numel(h.shape, path));
   if (bytes.size() - data_start < need)

@@ -114,7 +114,12 @@ std::vector<TensorType> infer_scatter_nd(const InferContext& ctx) {
 
 std::vector<TensorType> infer_expand(const InferContext& ctx) {
   const TensorType& in = ctx.input(0);
-  return {{in.dtype, broadcast_shapes(in.shape, read_ints(ctx.value(1), ctx, "shape"), ctx)}};
+  const std::vector<int64_t> shape = read_ints(ctx.value(1), ctx, "shape");
+  // A negative target broadcast against a 1 would become an output dim (fuzzing found
+  // the kernel then sizing a table with it).
+  for (int64_t d : shape)
+    if (d < 0) ctx.fail("shape must not have a negative dimension, got " + std::to_string(d));
+  return {{in.dtype, broadcast_shapes(in.shape, shape, ctx)}};
 }
 
 std::vector<TensorType> infer_tile(const InferContext& ctx) {

@@ -139,8 +139,19 @@ std::unique_ptr<Kernel> make_bitwise_xor(KernelInit& init, std::string* why_not)
   return make_binary(init, why_not, IntTypes{}, BitXorOp{});
 }
 
+// A real number as integer type B: truncated, saturated at B's range, NaN as 0. The
+// plain conversion of a value B cannot hold (NaN, or past its range) is undefined.
+template <class B> B integer_from_real(double v) {
+  if (v != v) return B(0);
+  if (v <= static_cast<double>(std::numeric_limits<B>::min())) return std::numeric_limits<B>::min();
+  if (v >= static_cast<double>(std::numeric_limits<B>::max())) return std::numeric_limits<B>::max();
+  return static_cast<B>(v);
+}
+
 // Pow: the base type is the output type; the exponent may be any numeric type.
 // Integer ** integer is exact (wrapping); a negative exponent truncates 1 / x^-e.
+// Integer ** real goes through double and saturates (integer_from_real): a negative
+// base to a fractional power (NaN) gives 0.
 struct PowOp {
   template <class B, class E> B operator()(B x, E e) const {
     if constexpr (std::is_integral_v<B> && std::is_integral_v<E>) {
@@ -150,7 +161,7 @@ struct PowOp {
         if (n & 1) result = wrapping_mul(result, x);
       return result;
     } else if constexpr (std::is_integral_v<B>) {
-      return static_cast<B>(std::pow(static_cast<double>(x), static_cast<double>(e)));
+      return integer_from_real<B>(std::pow(static_cast<double>(x), static_cast<double>(e)));
     } else if constexpr (std::is_floating_point_v<E>) {
       using W = std::common_type_t<B, E>;
       return static_cast<B>(std::pow(static_cast<W>(x), static_cast<W>(e)));

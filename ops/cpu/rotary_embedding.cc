@@ -7,6 +7,8 @@
 #include "ops/cpu/elementwise.h"
 #include "ops/registry.h"
 
+#include <ember/core/error.h>
+
 namespace ember {
 
 namespace {
@@ -16,6 +18,7 @@ struct RotaryParams {
   bool packed = false;  // X is [B, S, heads * head] rather than [B, heads, S, head]
   bool interleaved = false;
   bool has_positions = false;
+  int64_t cache_rows = 0;  // positions the caches hold (with position_ids)
 };
 
 template <class T>
@@ -30,6 +33,13 @@ class RotaryKernel final : public Kernel {
     const int64_t* ids = p_.has_positions ? args.inputs[3]->data_as<int64_t>() : nullptr;
     T* y = args.outputs[0]->data_as<T>();
     const int64_t half = p_.rotary / 2;
+    // position_ids are data: one past the caches' rows read past their end (found by
+    // fuzzing a Session, ASan heap-buffer-overflow).
+    if (ids)
+      for (int64_t i = 0; i < p_.batch * p_.seq; ++i)
+        if (ids[i] < 0 || ids[i] >= p_.cache_rows)
+          throw Error("RotaryEmbedding: position_ids holds " + std::to_string(ids[i]) +
+                      ", outside the cos/sin caches' " + std::to_string(p_.cache_rows) + " positions");
     for (int64_t b = 0; b < p_.batch; ++b)
       for (int64_t h = 0; h < p_.heads; ++h)
         for (int64_t s = 0; s < p_.seq; ++s) {
@@ -76,6 +86,7 @@ std::unique_ptr<Kernel> make_rotary(KernelInit& init, std::string* why_not) {
               std::to_string(p.rotary / 2));
   const Shape expected = p.has_positions ? Shape{cache[0], p.rotary / 2} : Shape{p.batch, p.seq, p.rotary / 2};
   if (cache != expected) init.fail("cos_cache has shape " + shape_to_string(cache) + ", expected " + shape_to_string(expected));
+  p.cache_rows = cache[0];
   if (p.has_positions && init.inputs[3].dtype != DType::Int64) {
     *why_not = "position_ids must be int64";
     return nullptr;

@@ -49,7 +49,9 @@ inline V scale_pow2(V p, V n) {  // in two exact steps, as the AVX2 level does
 }
 
 inline V split_exponent(V x, V* k) {
-  const int32_t bits = std::bit_cast<int32_t>(x.v) - 0x3f3504f3;
+  // Unsigned, so that it wraps as the vector levels' integer lanes do: for a negative
+  // x (log's NaN case) the signed subtraction overflowed (UBSan).
+  const auto bits = static_cast<int32_t>(std::bit_cast<uint32_t>(x.v) - 0x3f3504f3u);
   k->v = static_cast<float>(bits >> 23);
   return {std::bit_cast<float>((bits & 0x7fffff) + 0x3f3504f3)};
 }

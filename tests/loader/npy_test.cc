@@ -147,6 +147,9 @@ TEST(Npy, MalformedFilesNameTheFileAndTheProblem) {
       {"{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,), }", "structured"},
       {"{'descr': '<f4', 'fortran_order': False, 'shape': (-1,), }", "non-integer dimension"},
       {"{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999, 99999999999), }", "too many elements"},
+      // Fits int64 as elements, not as bits (dtype_bytes): found by fuzzing (UBSan).
+      {"{'descr': '<c16', 'fortran_order': False, 'shape': (1024, 1024, 1024, 1024, 1024, 256), }",
+       "too many elements"},
   };
   for (const auto& [dict, expected] : bad_dtypes) {
     write_file(dir / "bad.npy", npy_bytes(dict, std::string(16, '\x01')));

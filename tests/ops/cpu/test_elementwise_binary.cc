@@ -173,6 +173,17 @@ TEST(ElementwiseBinary, PowTakesAnExponentOfAnotherDtype) {
   expect_close(sq[0], want, 0, 0, "Pow x^2");
 }
 
+// Found by fuzzing a Session (UBSan: NaN converted to int64). An integer base to a
+// real power whose result an integer cannot hold: NaN (negative base, fractional
+// exponent) is 0, past the range saturates, the rest truncates.
+TEST(ElementwiseBinary, PowOfAnIntegerByARealSaturatesAndMapsNanToZero) {
+  const Node node = make_node("Pow", 2);
+  Tensor x = from_values(DType::Int64, {4}, {-8.0, 10.0, -10.0, 7.0});
+  Tensor y = from_values(DType::Float32, {4}, {0.5, 30.0, 31.0, 0.5});
+  expect_close(evaluate_node(node, 15, {&x, &y})[0],
+               {0.0, 9223372036854775807.0, -9223372036854775808.0, 2.0}, 0, 0, "Pow int64 by float32");
+}
+
 TEST(ElementwiseBinary, IntegerEdgeCasesWrapAndDoNotCrash) {
   const Node add = make_node("Add", 2), div = make_node("Div", 2), neg_mod = make_node("Mod", 2);
   Tensor big = from_values(DType::Int32, {2}, {2147483647.0, -2147483648.0});

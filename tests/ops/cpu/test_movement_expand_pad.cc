@@ -33,6 +33,10 @@ TEST(MovementExpand, ScalarToShapeAndEmptyAndClash) {
   const Tensor bad = ints({4, 2});
   const Node n = make_node("Expand", 2);
   expect_error(n, "broadcast", [&] { run(n, 13, {&x, &bad}); });
+  // Found by fuzzing a Session: -2 against a 1 is no broadcast (it was an output dim).
+  const Tensor one(DType::Float32, {1, 3});
+  const Tensor negative = ints({-2, 3});
+  expect_error(n, "negative dimension", [&] { run(n, 13, {&one, &negative}); });
 }
 
 TEST(MovementTile, RepeatsIncludingOneAndZero) {

@@ -1,6 +1,7 @@
 // Losses, RMSNormalization and RotaryEmbedding against plain loops in double.
 #include "ops/evaluate.h"
 
+#include <ember/core/error.h>
 #include <gtest/gtest.h>
 
 #include "test_util.h"
@@ -120,6 +121,24 @@ TEST(VisionRotary, RotaryEmbeddingMatchesLoop) {
           }
           for (int64_t k = rot; k < d; ++k) EXPECT_EQ(out[k], in[k]);
         }
+  }
+}
+
+// Found by fuzzing a Session (ASan: a read past the caches): a position the caches do
+// not hold is an error that names it, before anything is read.
+TEST(VisionRotary, APositionOutsideTheCachesIsAnError) {
+  const Tensor x = random_floats({1, 1, 2, 4}, 6, -1, 1);
+  const Tensor cos = random_floats({3, 2}, 7, -1, 1), sin = random_floats({3, 2}, 8, -1, 1);
+  for (int64_t bad : {3, -1}) {
+    Tensor pos(DType::Int64, {1, 2});
+    pos.data_as<int64_t>()[0] = 0, pos.data_as<int64_t>()[1] = bad;
+    const Node node = make_node("RotaryEmbedding", {"x", "c", "s", "p"}, {"y"});
+    try {
+      evaluate_node(node, 23, {&x, &cos, &sin, &pos});
+      ADD_FAILURE() << "position " << bad << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("outside the cos/sin caches' 3 positions"), std::string::npos) << e.what();
+    }
   }
 }
 
