@@ -7,14 +7,17 @@
 #include "ops/cpu/parallel.h"
 #include "ops/registry.h"
 
+#include <ember/core/error.h>
+
 #include <cmath>
+#include <string>
 
 namespace ember {
 
 namespace {
 
 struct RoiParams {
-  int64_t rois = 0, c = 0, h = 0, w = 0, out_h = 1, out_w = 1, sampling = 0;
+  int64_t rois = 0, batch = 0, c = 0, h = 0, w = 0, out_h = 1, out_w = 1, sampling = 0;
   float scale = 1;
   bool half_pixel = false, max_mode = false;
 };
@@ -27,7 +30,7 @@ struct Sample {
 
 Sample bilinear(double y, double x, int64_t h, int64_t w) {
   Sample s;
-  if (y < -1.0 || y > double(h) || x < -1.0 || x > double(w)) return s;
+  if (!(y >= -1.0 && y <= double(h) && x >= -1.0 && x <= double(w))) return s;  // outside, or NaN
   y = std::max(y, 0.0), x = std::max(x, 0.0);
   int64_t y0 = static_cast<int64_t>(y), x0 = static_cast<int64_t>(x), y1 = y0 + 1, x1 = x0 + 1;
   if (y0 >= h - 1) y0 = y1 = h - 1, y = double(y0);
@@ -48,12 +51,26 @@ class RoiAlignKernel final : public Kernel {
     const T* rois = args.inputs[1]->data_as<T>();
     const I* batch = args.inputs[2]->data_as<I>();
     T* y = args.outputs[0]->data_as<T>();
+    check_rois(rois, batch);
     parallel_for(p_.rois, p_.c * p_.out_h * p_.out_w * 16, [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) roi(x, rois + r * 4, int64_t(batch[r]), y + r * p_.c * p_.out_h * p_.out_w);
     });
   }
 
  private:
+  // Before the parallel loop (an error cannot leave it): the indices address the input
+  // and the boxes are finite, so every sample lies in the image or is skipped.
+  void check_rois(const T* rois, const I* batch) const {
+    for (int64_t r = 0; r < p_.rois; ++r) {
+      if (batch[r] < 0 || int64_t(batch[r]) >= p_.batch)
+        throw Error("RoiAlign: batch_indices[" + std::to_string(r) + "] is " + std::to_string(int64_t(batch[r])) +
+                    ", outside the input's batch of " + std::to_string(p_.batch));
+      for (int k = 0; k < 4; ++k)
+        if (!std::isfinite(convert<double>(rois[r * 4 + k])))
+          throw Error("RoiAlign: rois[" + std::to_string(r) + "] has a coordinate that is not finite");
+    }
+  }
+
   void roi(const T* x, const T* box, int64_t n, T* out) const {
     const double offset = p_.half_pixel ? 0.5 : 0.0;
     const double x1 = convert<double>(box[0]) * p_.scale - offset, y1 = convert<double>(box[1]) * p_.scale - offset;
@@ -96,7 +113,7 @@ std::unique_ptr<Kernel> make_roi_align(KernelInit& init, std::string* why_not) {
   const Shape& x = init.inputs[0].shape;
   const auto& a = init.node.attributes;
   RoiParams p;
-  p.rois = init.inputs[1].shape[0], p.c = x[1], p.h = x[2], p.w = x[3];
+  p.rois = init.inputs[1].shape[0], p.batch = x[0], p.c = x[1], p.h = x[2], p.w = x[3];
   p.out_h = a.get_int_or("output_height", 1), p.out_w = a.get_int_or("output_width", 1);
   p.sampling = a.get_int_or("sampling_ratio", 0);
   p.scale = a.get_float_or("spatial_scale", 1.0f);
