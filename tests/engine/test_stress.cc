@@ -1,9 +1,9 @@
 // Many threads on shared sessions, as a service runs them: 16 threads share one LSTM
 // session and one CNN session, with input shapes that change from run to run (batch
 // 1..4, sequence lengths 1..300), and runs that are cancelled from another thread or
-// given deadlines. Every run that succeeds must give the single-threaded reference
-// output bit for bit; a stopped run must raise RunCancelled (token) or
-// DeadlineExceeded (deadline) and nothing else.
+// given deadlines, through plan caches too small to hold every shape. Every run that
+// succeeds must give the single-threaded reference output bit for bit; a stopped run
+// must raise RunCancelled (token) or DeadlineExceeded (deadline) and nothing else.
 //
 // The threads run for EMBER_STRESS_SECONDS seconds (default 3, what CI runs); a soak:
 //   EMBER_STRESS_SECONDS=600 ./build/tests/test_engine --gtest_filter='SessionStress.*'
@@ -84,9 +84,11 @@ void run_one(const Case& c, Mode mode, CancelToken& token, std::mt19937& rng, Ta
 }
 
 TEST(SessionStress, SixteenThreadsOnTwoSessionsWithShiftingShapesCancelsAndDeadlines) {
+  // Plan caches smaller than the shapes each session sees: plans are evicted and made
+  // again while other threads run them.
   Session lstm = Session::from_bytes(test::as_bytes(test::lstm_model(8, 16)),
-                                     {.num_threads = 1, .log_level = LogLevel::None});
-  Session cnn(kCnn, {.num_threads = 1, .log_level = LogLevel::None});
+                                     {.num_threads = 1, .log_level = LogLevel::None, .plan_cache_max_plans = 5});
+  Session cnn(kCnn, {.num_threads = 1, .log_level = LogLevel::None, .plan_cache_max_plans = 2});
 
   std::vector<Case> cases;
   uint32_t seed = 100;
@@ -139,7 +141,9 @@ TEST(SessionStress, SixteenThreadsOnTwoSessionsWithShiftingShapesCancelsAndDeadl
   EXPECT_GT(tally.cancelled, 0) << "no run was cancelled: the test did not test cancelling";
   EXPECT_GT(tally.timed_out, 0);
   std::cout << "[ stress ] " << stress_seconds() << " s: " << tally.ok << " runs right, " << tally.cancelled
-            << " cancelled, " << tally.timed_out << " past their deadline\n";
+            << " cancelled, " << tally.timed_out << " past their deadline; plans evicted: "
+            << lstm.memory_report().plans_evicted + cnn.memory_report().plans_evicted << "\n";
+  EXPECT_GT(lstm.memory_report().plans_evicted, 0u) << "the plan cache never evicted: the test lost its point";
 
   // After all that, every case still gives its reference.
   for (const Case& c : cases) {
