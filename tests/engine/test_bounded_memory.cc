@@ -246,6 +246,9 @@ TEST(BoundedMemory, AThousandShapesStayWithinTheMemoryOfTheLargest) {
   const int64_t after = static_cast<int64_t>(report.process_resident_bytes) - before;
   EXPECT_LE(report.plans, 8u);
   EXPECT_GE(report.plans_evicted, 1000u);
+#ifdef __SANITIZE_ADDRESS__
+  GTEST_SKIP() << "resident memory under AddressSanitizer counts its quarantine of freed blocks";
+#endif
   EXPECT_LE(after, warm + warm / 10) << "after the largest shapes: " << warm << " bytes, after the walk: " << after
                                      << "\n" << report.to_string();
 }
