@@ -2,10 +2,9 @@
 // weights made once per session and shared by every plan, arenas given back when the
 // plans that needed them are evicted.
 #include "engine/src/plan_cache.h"
+#include "loader/helpers.h"  // new_model, add_input, add_node, float_tensor
 
 #include <ember/ember.h>
-
-#include "onnx/onnx.pb.h"
 
 #include <gtest/gtest.h>
 
@@ -14,7 +13,6 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
-#include <tuple>
 
 namespace ember {
 namespace {
@@ -24,44 +22,25 @@ constexpr int64_t kWidth = 512, kHidden = 2048;
 // x [b, s, 512] -> MatMul [512, 2048] -> Relu -> MatMul [2048, 512] -> Add x -> y: a
 // transformer's MLP block, 8 MiB of weights, at any batch and sequence length.
 std::string write_mlp_model() {
-  onnx::ModelProto m;
-  m.set_ir_version(8);
-  m.add_opset_import()->set_version(17);
-  auto* g = m.mutable_graph();
-  auto* in = g->add_input();
-  in->set_name("x");
-  auto* tt = in->mutable_type()->mutable_tensor_type();
-  tt->set_elem_type(onnx::TensorProto::FLOAT);
-  tt->mutable_shape()->add_dim()->set_dim_param("batch");
-  tt->mutable_shape()->add_dim()->set_dim_param("sequence");
-  tt->mutable_shape()->add_dim()->set_dim_value(kWidth);
-  g->add_output()->set_name("y");
+  onnx::ModelProto m = test::new_model();
+  onnx::GraphProto& g = *m.mutable_graph();
+  test::add_input(g, "x", {"batch", "sequence", std::to_string(kWidth)});
+  test::add_output(g, "y", {"batch", "sequence", std::to_string(kWidth)});
   std::mt19937 rng(7);
   std::normal_distribution<float> normal(0.f, 0.05f);
-  auto add_weight = [&](const char* name, int64_t rows, int64_t cols) {
-    auto* t = g->add_initializer();
-    t->set_name(name);
-    t->add_dims(rows);
-    t->add_dims(cols);
-    t->set_data_type(onnx::TensorProto::FLOAT);
-    for (int64_t i = 0; i < rows * cols; ++i) t->add_float_data(normal(rng));
+  auto weight = [&](const char* name, int64_t rows, int64_t cols) {
+    std::vector<float> values(rows * cols);
+    for (float& v : values) v = normal(rng);
+    *g.add_initializer() = test::float_tensor(name, {rows, cols}, values);
   };
-  add_weight("w1", kWidth, kHidden);
-  add_weight("w2", kHidden, kWidth);
-  auto node = [&](const char* op, std::vector<std::string> ins, const char* out) {
-    auto* n = g->add_node();
-    n->set_op_type(op);
-    n->set_name(std::string(out) + "_node");
-    for (auto& i : ins) n->add_input(i);
-    n->add_output(out);
-  };
-  node("MatMul", {"x", "w1"}, "h");
-  node("Relu", {"h"}, "r");
-  node("MatMul", {"r", "w2"}, "p");
-  node("Add", {"p", "x"}, "y");
+  weight("w1", kWidth, kHidden);
+  weight("w2", kHidden, kWidth);
+  test::add_node(g, "MatMul", {"x", "w1"}, {"h"}, "h_node");
+  test::add_node(g, "Relu", {"h"}, {"r"}, "r_node");
+  test::add_node(g, "MatMul", {"r", "w2"}, {"p"}, "p_node");
+  test::add_node(g, "Add", {"p", "x"}, {"y"}, "y_node");
   const auto path = std::filesystem::temp_directory_path() / "ember_mlp_block.onnx";
-  std::ofstream f(path, std::ios::binary);
-  m.SerializeToOstream(&f);
+  test::write_file(path.string(), m.SerializeAsString());
   return path.string();
 }
 
@@ -169,32 +148,17 @@ TEST(BoundedMemory, WeightsAreHeldOncePackedNotOncePerShape) {
 
 // A weight something else reads too keeps its original.
 TEST(BoundedMemory, AWeightReadUnpackedKeepsItsOriginal) {
-  onnx::ModelProto m;
-  m.set_ir_version(8);
-  m.add_opset_import()->set_version(17);
-  auto* g = m.mutable_graph();
-  auto* in = g->add_input();
-  in->set_name("x");
-  auto* tt = in->mutable_type()->mutable_tensor_type();
-  tt->set_elem_type(onnx::TensorProto::FLOAT);
-  tt->mutable_shape()->add_dim()->set_dim_value(4);
-  tt->mutable_shape()->add_dim()->set_dim_value(4);
-  auto* w = g->add_initializer();
-  w->set_name("w");
-  w->add_dims(4);
-  w->add_dims(4);
-  w->set_data_type(onnx::TensorProto::FLOAT);
-  for (int i = 0; i < 16; ++i) w->add_float_data(0.25f * i - 1.f);
-  for (auto [op, a, b, out] : {std::tuple{"MatMul", "x", "w", "p"}, {"Add", "p", "w", "y"}}) {
-    auto* n = g->add_node();
-    n->set_op_type(op);
-    n->add_input(a);
-    n->add_input(b);
-    n->add_output(out);
-  }
-  g->add_output()->set_name("y");
+  onnx::ModelProto m = test::new_model();
+  onnx::GraphProto& g = *m.mutable_graph();
+  test::add_input(g, "x", {"4", "4"});
+  test::add_output(g, "y", {"4", "4"});
+  std::vector<float> w(16);
+  for (int i = 0; i < 16; ++i) w[i] = 0.25f * i - 1.f;
+  *g.add_initializer() = test::float_tensor("w", {4, 4}, w);
+  test::add_node(g, "MatMul", {"x", "w"}, {"p"});
+  test::add_node(g, "Add", {"p", "w"}, {"y"});
   const auto path = std::filesystem::temp_directory_path() / "ember_weight_read_twice.onnx";
-  std::ofstream(path, std::ios::binary) << m.SerializeAsString();
+  test::write_file(path.string(), m.SerializeAsString());
   Session session(path.string(), {.num_threads = 1});
   Tensor x(DType::Float32, {4, 4});
   for (int i = 0; i < 16; ++i) x.data_as<float>()[i] = 0.5f * i - 3.f;
