@@ -10,8 +10,6 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <mutex>
 #include <thread>
 
@@ -24,28 +22,14 @@ using test::same_bits;
 
 const std::string kModel = std::string(EMBER_SOURCE_DIR) + "/models/default/model.onnx";
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected an ember::Error";
-  return "";
-}
+using test::error_of;
 
 double ms_since(Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); }
 
 // ---- from bytes
 
 TEST(SessionFromBytes, GivesTheResultsOfTheSameFileBitForBit) {
-  const std::string bytes = read_file(kModel);
+  const std::string bytes = test::read_whole(kModel);
   Session from_file(kModel, {.num_threads = 1});
   Session from_bytes = Session::from_bytes(as_bytes(bytes), {.num_threads = 1});
   const Tensor x = test::random_float_tensor({2, 3, 32, 32}, 5);
@@ -63,7 +47,7 @@ TEST(SessionFromBytes, BytesThatAreNotAModelAreAOneLineError) {
   EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
   msg = error_of([&] { Session::from_bytes({}); });
   EXPECT_NE(msg.find("model bytes: empty (0 bytes), not an ONNX model"), std::string::npos) << msg;
-  const std::string bytes = read_file(kModel);
+  const std::string bytes = test::read_whole(kModel);
   msg = error_of([&] { Session::from_bytes(as_bytes(bytes.substr(0, bytes.size() / 2))); });
   EXPECT_NE(msg.find("model bytes: "), std::string::npos) << msg;
   EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
