@@ -5,11 +5,11 @@
 
 namespace ember {
 
-namespace {
-
 Device output_device(std::span<const Tensor> outputs, size_t i) {
   return i < outputs.size() ? outputs[i].device() : Device{};
 }
+
+namespace {
 
 bool same_signature(const Plan& plan, std::span<const Tensor> inputs, std::span<const Tensor> outputs) {
   if (plan.input_shapes.size() != inputs.size()) return false;

@@ -17,18 +17,23 @@
 
 namespace ember {
 
+// The session's options (SessionOptions::plan_cache_max_plans / _max_bytes) say them.
 struct PlanCacheLimits {
-  size_t max_plans = 16;
-  size_t max_bytes = size_t{1} << 30;
+  size_t max_plans = 0;  // at least one plan is always kept
+  size_t max_bytes = 0;
 };
 
 // What a plan needs while it is cached and runs: its arenas and the constants folded
 // for its shapes.
 size_t plan_bytes(const Plan& plan);
 
+// Where output i of a run lives: on the caller's tensor's device, on the host when the
+// caller passes no outputs (make_outputs, explain).
+Device output_device(std::span<const Tensor> outputs, size_t i);
+
 class PlanCache {
  public:
-  explicit PlanCache(PlanCacheLimits limits = {}) : limits_(limits) {}
+  explicit PlanCache(PlanCacheLimits limits) : limits_(limits) {}
 
   // The cached plan for this signature (absent `outputs` mean host outputs), or
   // nullptr. Allocates nothing.

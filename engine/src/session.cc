@@ -86,11 +86,6 @@ ValueDesc describe(const ValueInfo& v) {
   return d;
 }
 
-// Host outputs when the caller passes none (make_outputs, explain).
-Device output_device(std::span<const Tensor> outputs, size_t i) {
-  return i < outputs.size() ? outputs[i].device() : Device{};
-}
-
 // A run's stop, from the time it begins.
 RunStop stop_for(const RunOptions& run_options) {
   RunStop stop;
