@@ -30,6 +30,11 @@ class DeviceStream {
   // Waits until every step queued in this run has finished; raises ember::Error if
   // one of them failed asynchronously.
   virtual void synchronize() {}
+  // Joins a stream the caller owns (RunOptions::cuda_stream): start_after makes this
+  // run's work wait for the work queued on `external` so far; finish_before makes the
+  // work queued on `external` from now on wait for this run's.
+  virtual void start_after(void* /*external*/) {}
+  virtual void finish_before(void* /*external*/) {}
 
   // Device-side timing, so a profiled run never waits after each node: mark(i)
   // records point i on the stream, elapsed_ns(i, j) reads it after synchronize().

@@ -26,6 +26,9 @@ struct Staging {
   size_t capacity = 0;
   size_t cursor = 0;
   size_t staged = 0;  // bytes staged since the run began, across growths
+  // A run that ended without waiting for its stream (the caller's stream was joined
+  // instead) may still be copying from this memory: the next stage waits first.
+  bool maybe_in_flight = false;
 
   ~Staging() {
     if (pinned) cudaFreeHost(pinned);
@@ -35,6 +38,10 @@ struct Staging {
 
   void* take(size_t bytes, cudaStream_t stream) {
     const size_t aligned = (bytes + 255) / 256 * 256;
+    if (maybe_in_flight) {
+      check(cudaStreamSynchronize(stream), "waiting for the last run's uploads");
+      maybe_in_flight = false;
+    }
     staged += aligned;
     if (cursor + aligned > capacity) {
       // Copies still in flight read the old block: wait for them before replacing it.
@@ -119,6 +126,8 @@ class CudaStream final : public DeviceStream {
   }
   ~CudaStream() override {
     for (cudaEvent_t e : events_) cudaEventDestroy(e);
+    for (cudaEvent_t e : {caller_ready_, run_done_})
+      if (e) cudaEventDestroy(e);
     cuda::destroy_stream_context(context_);
   }
 
@@ -133,6 +142,24 @@ class CudaStream final : public DeviceStream {
       throw Error("the run failed on cuda:" + std::to_string(context_->device) + ": " +
                   cudaGetErrorName(status) + " (" + cudaGetErrorString(status) +
                   "); run with CUDA_LAUNCH_BLOCKING=1 to name the node");
+    staging_.maybe_in_flight = false;
+  }
+
+  void start_after(void* external) override {
+    const auto caller = static_cast<cudaStream_t>(external);
+    int device = -1;
+    check(cudaStreamGetDevice(caller, &device), "reading the device of RunOptions::cuda_stream");
+    if (device != context_->device)
+      throw Error("RunOptions::cuda_stream is a stream of cuda:" + std::to_string(device) +
+                  ", but the session runs on cuda:" + std::to_string(context_->device));
+    check(cudaEventRecord(ordering_event(caller_ready_), caller), "recording an event on the caller's stream");
+    check(cudaStreamWaitEvent(context_->stream, caller_ready_, 0), "waiting for the caller's stream");
+  }
+  void finish_before(void* external) override {
+    check(cudaEventRecord(ordering_event(run_done_), context_->stream), "recording the end of the run");
+    check(cudaStreamWaitEvent(static_cast<cudaStream_t>(external), run_done_, 0),
+          "making the caller's stream wait for the run");
+    staging_.maybe_in_flight = true;
   }
 
   bool has_device_clock() const override { return true; }
@@ -175,9 +202,16 @@ class CudaStream final : public DeviceStream {
   }
 
  private:
+  // Made on first use: only runs on a caller's stream need them.
+  static cudaEvent_t ordering_event(cudaEvent_t& event) {
+    if (!event) check(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "creating a CUDA event");
+    return event;
+  }
+
   cuda::StreamContext* context_;
   cuda::Staging staging_;
-  std::vector<cudaEvent_t> events_;
+  std::vector<cudaEvent_t> events_;                                // profiling marks
+  cudaEvent_t caller_ready_ = nullptr, run_done_ = nullptr;  // ordering with a caller's stream
 };
 
 class CudaBackend final : public Backend {

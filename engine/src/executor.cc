@@ -14,17 +14,18 @@ RunContext::RunContext(std::span<Backend* const> backends) {
 }
 
 RunContext::~RunContext() {
-  bindings_.clear();  // captured graphs first: they refer to the streams
+  // The last run may still be going on the device (it joined the caller's stream):
+  // let it finish before its plans, graphs and arenas go.
   for (Arena& a : arenas_) {
-    if (a.data) {
-      try {
-        a.stream->synchronize();
-      } catch (const Error&) {
-        // nothing more can be done while tearing down
-      }
-      a.backend->release(a.data);
+    try {
+      a.stream->synchronize();
+    } catch (const Error&) {
+      // nothing more can be done while tearing down
     }
   }
+  bindings_.clear();  // captured graphs before the streams they refer to
+  for (Arena& a : arenas_)
+    if (a.data) a.backend->release(a.data);
 }
 
 RunContext::Arena& RunContext::arena_for(Device device) {
@@ -97,6 +98,9 @@ void RunContext::find_segments(const Plan& plan, Binding& b) {
 }
 
 void RunContext::release_unused(const std::function<bool(uint64_t plan_id)>& keep) {
+  // A dropped binding may hold the last reference to its plan, whose device constants
+  // the last run may still be reading.
+  for (Arena& a : arenas_) a.stream->synchronize();
   std::erase_if(bindings_, [&](const auto& entry) { return !keep(entry.first); });
   std::vector<size_t> needed(arenas_.size(), 0);
   for (const auto& [id, b] : bindings_)
@@ -107,7 +111,6 @@ void RunContext::release_unused(const std::function<bool(uint64_t plan_id)>& kee
   for (size_t i = 0; i < arenas_.size(); ++i) {
     Arena& a = arenas_[i];
     if (!a.data || a.bytes <= needed[i]) continue;
-    a.stream->synchronize();
     a.backend->release(a.data);
     a.data = nullptr;
     a.bytes = 0;
@@ -131,13 +134,21 @@ void RunContext::run(const Plan& plan, std::span<const Tensor> inputs, std::span
   const int64_t run_start = steady_now_ns();
   try {
     for (Arena& a : arenas_) a.stream->begin_run();
+    if (settings.external_stream)
+      for (Arena& a : arenas_) a.stream->start_after(settings.external_stream);
     if (settings.profile)
       run_profiled(plan, b, settings.num_threads, *settings.profile, run_start, settings.stop);
     else if (settings.capture_graphs && !b.segments.empty())
       run_with_graphs(plan, b, settings.num_threads, settings.stop);
     else
       b.bound->run_all(settings.num_threads, nullptr, 0, settings.stop);
-    for (Arena& a : arenas_) a.stream->synchronize();
+    // With the caller's stream, its own next work waits for this run on the device, so
+    // the host need not (outputs copied to the host were waited for by their copy).
+    // The eager tail runs on the host and reads what the device made.
+    if (settings.external_stream && plan.eager.empty())
+      for (Arena& a : arenas_) a.stream->finish_before(settings.external_stream);
+    else
+      for (Arena& a : arenas_) a.stream->synchronize();
   } catch (...) {
     // Leave the streams idle (no capture open, no work queued) so the context can be
     // used again; a stopped run's context goes back to the pool.

@@ -25,6 +25,9 @@ struct RunSettings {
   // Checked between steps (and by kernels with long loops): a stop raises RunStopped
   // and leaves the context ready for the next run.
   const RunStop* stop = nullptr;
+  // The caller's device stream (RunOptions::cuda_stream): the run is ordered with it,
+  // and the host does not wait for the device at the end when nothing needs it to.
+  void* external_stream = nullptr;
 };
 
 class RunContext {

@@ -491,6 +491,9 @@ void Session::Impl::run(std::span<const Tensor> inputs, std::span<Tensor> output
                   shape_to_string(outputs[i].shape()));
   }
 
+  if (run_options.cuda_stream && backends.front()->device().kind != DeviceKind::Cuda)
+    throw Error("RunOptions::cuda_stream is set, but the session runs on " + options.device +
+                ": a caller's stream needs a CUDA session");
   std::unique_ptr<RunContext> context = take_context();
   const ThreadCountScope threads(options.num_threads);
   RunSettings settings;
@@ -498,6 +501,7 @@ void Session::Impl::run(std::span<const Tensor> inputs, std::span<Tensor> output
   settings.profile = run_options.profile;
   settings.capture_graphs = options.cuda_graph;
   settings.stop = &stop;
+  settings.external_stream = run_options.cuda_stream;
   auto give_back = [&] { return_context(std::move(context), evictions); };
   try {
     context->run(plan, inputs, outputs, settings, planned);

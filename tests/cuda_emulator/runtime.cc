@@ -12,6 +12,7 @@
 #include "tests/cuda_emulator/emulator_control.h"
 
 #include <chrono>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -20,6 +21,7 @@
 #include <vector>
 
 struct CUstream_st {
+  size_t waited_for = 0;  // work items done when the last event this stream waited on was recorded
   bool capturing = false;
   bool capture_invalidated = false;
   cudaStreamCaptureMode mode = cudaStreamCaptureModeGlobal;
@@ -34,6 +36,8 @@ struct CUgraphExec_st {
 struct CUevent_st {
   std::chrono::steady_clock::time_point at;
   bool recorded = false;
+  size_t work_done = 0;              // work items the device had done when it was recorded
+  cudaStream_t stream = nullptr;     // where it was last recorded
 };
 
 namespace ember::emu {
@@ -55,6 +59,10 @@ struct Device {
   std::map<const char*, Allocation> allocations;  // by start address
   size_t in_use = 0, capacity = kDefaultCapacity;
   int global_captures = 0;  // streams capturing in cudaStreamCaptureModeGlobal
+  // Work runs when it is queued, so stream order always holds here; what tests can
+  // check is that the waits a real device needs were asked for.
+  std::atomic<size_t> work_done{0};                // kernels, copies and fills run
+  std::map<cudaStream_t, size_t> waits_on_stream;  // waits on events recorded there
 };
 
 Device& device() {
@@ -139,6 +147,7 @@ std::string check_config(const Launch& l) {
 }
 
 void run_kernel(const Launch& launch, const std::function<void()>& thread) {
+  ++device().work_done;
   std::string error = run_grid(launch, thread);
   if (error.empty()) error = check_guards();
   if (!error.empty()) fail(cudaErrorLaunchFailure, std::string("kernel ") + launch.kernel + ": " + error);
@@ -171,6 +180,16 @@ void submit(const Launch& launch, const void* const* pointers, size_t num_pointe
   }
   if (record_if_capturing(launch.stream, [launch, thread] { run_kernel(launch, thread); })) return;
   run_kernel(launch, thread);
+}
+
+size_t work_done() { return device().work_done; }
+
+size_t work_waited_for(cudaStream_t stream) { return is_legacy(stream) ? 0 : stream->waited_for; }
+
+size_t waits_on(cudaStream_t stream) {
+  std::lock_guard lock(device().mutex);
+  auto it = device().waits_on_stream.find(stream);
+  return it == device().waits_on_stream.end() ? 0 : it->second;
 }
 
 void set_memory_capacity(size_t bytes) {
@@ -317,14 +336,20 @@ cudaError_t check_range(const void* p, size_t bytes, const char* what) {
 cudaError_t copy(void* dst, const void* src, size_t bytes, cudaStream_t stream) {
   if (cudaError_t e = check_range(dst, bytes, "a copy's destination"); e != cudaSuccess) return e;
   if (cudaError_t e = check_range(src, bytes, "a copy's source"); e != cudaSuccess) return e;
-  auto work = [dst, src, bytes] { std::memmove(dst, src, bytes); };
+  auto work = [dst, src, bytes] {
+    std::memmove(dst, src, bytes);
+    ++device().work_done;
+  };
   if (!record_if_capturing(stream, work)) work();
   return cudaSuccess;
 }
 
 cudaError_t fill(void* dst, int value, size_t bytes, cudaStream_t stream) {
   if (cudaError_t e = check_range(dst, bytes, "a memset"); e != cudaSuccess) return e;
-  auto work = [dst, value, bytes] { std::memset(dst, value, bytes); };
+  auto work = [dst, value, bytes] {
+    std::memset(dst, value, bytes);
+    ++device().work_done;
+  };
   if (!record_if_capturing(stream, work)) work();
   return cudaSuccess;
 }
@@ -409,6 +434,19 @@ cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* graph) {
   return cudaSuccess;
 }
 
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned) {
+  if (!event->recorded) return cudaSuccess;  // as CUDA: waiting on an unrecorded event is a no-op
+  if (!is_legacy(stream)) stream->waited_for = std::max(stream->waited_for, event->work_done);
+  std::lock_guard lock(device().mutex);
+  ++device().waits_on_stream[event->stream];
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamGetDevice(cudaStream_t, int* device) {
+  *device = 0;
+  return cudaSuccess;
+}
+
 cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus* status) {
   *status = !is_legacy(stream) && stream->capturing ? cudaStreamCaptureStatusActive : cudaStreamCaptureStatusNone;
   return cudaSuccess;
@@ -448,10 +486,14 @@ cudaError_t cudaEventDestroy(cudaEvent_t event) {
   return cudaSuccess;
 }
 
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned) { return cudaEventCreate(event); }
+
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
-  auto work = [event] {
+  auto work = [event, stream] {
     event->at = std::chrono::steady_clock::now();
     event->recorded = true;
+    event->work_done = device().work_done;
+    event->stream = stream;
   };
   if (!record_if_capturing(stream, work)) work();
   return cudaSuccess;

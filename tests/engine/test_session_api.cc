@@ -354,5 +354,19 @@ TEST(SessionCancel, ACancelledTokenStopsAPlainModelAndItRunsAgainAfterReset) {
   EXPECT_TRUE(same_bits(session.run({{session.inputs()[0].name, x}}, options)[0], want));
 }
 
+// A caller's CUDA stream means nothing to a CPU session: one clear error, no run.
+TEST(SessionRunOptions, ACudaStreamOnACpuSessionIsAClearError) {
+  Session session(kModel, {.num_threads = 1});
+  const Tensor x = test::random_float_tensor({1, 3, 32, 32}, 9);
+  int not_a_stream = 0;
+  RunOptions options;
+  options.cuda_stream = &not_a_stream;
+  const std::string msg = error_of([&] { session.run({{session.inputs()[0].name, x}}, options); });
+  EXPECT_NE(msg.find("RunOptions::cuda_stream"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("cpu"), std::string::npos) << msg;
+  options.cuda_stream = nullptr;
+  EXPECT_EQ(session.run({{session.inputs()[0].name, x}}, options)[0].shape(), (Shape{1, 10}));
+}
+
 }  // namespace
 }  // namespace ember

@@ -102,6 +102,13 @@ struct RunOptions {
   // A run still going at this time raises DeadlineExceeded at its next check; one that
   // starts after it raises before doing any work. max(): no deadline.
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+  // CUDA sessions: the caller's stream (a cudaStream_t on the session's GPU). The run's
+  // GPU work starts after the work already queued there, and work the caller queues
+  // there afterwards starts after the run's. When every output is on the GPU (and no
+  // profile is asked for), run() returns once the work is queued, without waiting for
+  // the GPU: read the outputs through this stream. An error the GPU raises later is
+  // reported by a later run or synchronization. nullptr: the run waits for its work.
+  void* cuda_stream = nullptr;
 };
 
 // Every operator ember has a kernel for on a device kind ("cpu", "cuda"), sorted;

@@ -7,6 +7,10 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#ifdef EMBER_CUDA_EMULATOR
+#include "tests/cuda_emulator/emulator_control.h"
+#endif
+
 #include <chrono>
 #include <cmath>
 #include <mutex>
@@ -238,6 +242,47 @@ TEST(CudaSession, InputsAndOutputsCanStayOnTheGpu) {
   EXPECT_EQ(plan.find("copy 'input' cpu->cuda"), std::string::npos) << "no upload of the input expected:\n" << plan;
   cudaFree(x_device);
   cudaFree(y_device);
+}
+
+// A run on the caller's stream: it starts after the caller's work there (the upload
+// below is queued on that stream and never waited for by the host) and the caller's
+// next work there (the download) starts after the run's, with no wait in between.
+TEST(CudaSession, RunsInOrderOnTheCallersStream) {
+  REQUIRE_GPU();
+  Session session(kModel, SessionOptions{.device = "cuda"});
+  const Tensor x = input_for(session, 2);
+  const auto want = session.run({{session.inputs()[0].name, x}});
+  cudaStream_t caller = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&caller, cudaStreamNonBlocking), cudaSuccess);
+  void* x_device = nullptr;
+  void* y_device = nullptr;
+  ASSERT_EQ(cudaMalloc(&x_device, x.nbytes()), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&y_device, want[0].nbytes()), cudaSuccess);
+  const Device gpu{DeviceKind::Cuda, 0};
+  const Tensor in = Tensor::view(x.dtype(), x.shape(), x_device, gpu);
+  std::vector<Tensor> out = {Tensor::view(want[0].dtype(), want[0].shape(), y_device, gpu)};
+  RunOptions on_caller;
+  on_caller.cuda_stream = caller;
+  for (int round = 0; round < 3; ++round) {  // the second and later rounds reuse the run context
+    Tensor got(want[0].dtype(), want[0].shape());
+    ASSERT_EQ(cudaMemsetAsync(y_device, 0xff, got.nbytes(), caller), cudaSuccess);
+    ASSERT_EQ(cudaMemcpyAsync(x_device, x.data(), x.nbytes(), cudaMemcpyHostToDevice, caller), cudaSuccess);
+    session.run(std::span<const Tensor>(&in, 1), out, on_caller);
+#ifdef EMBER_CUDA_EMULATOR
+    EXPECT_EQ(emu::waits_on(caller), size_t(round + 1)) << "the run must wait for the caller's stream";
+    EXPECT_EQ(emu::work_waited_for(caller), emu::work_done()) << "the caller's stream must wait for the whole run";
+#endif
+    ASSERT_EQ(cudaMemcpyAsync(got.data(), y_device, got.nbytes(), cudaMemcpyDeviceToHost, caller), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(caller), cudaSuccess);
+    EXPECT_LE(relative_error(got, want[0]), 1e-6) << "round " << round;
+  }
+  // Host inputs and outputs on the caller's stream: the run waits for its download.
+  const auto host_run = session.run({{session.inputs()[0].name, x}}, on_caller);
+  EXPECT_LE(relative_error(host_run[0], want[0]), 1e-6);
+  ASSERT_EQ(cudaStreamSynchronize(caller), cudaSuccess);
+  cudaFree(x_device);
+  cudaFree(y_device);
+  cudaStreamDestroy(caller);
 }
 
 TEST(CudaSession, ProfileTimesGpuNodesWithEvents) {
