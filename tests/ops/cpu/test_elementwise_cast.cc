@@ -62,6 +62,35 @@ TEST(ElementwiseCast, FloatToIntTruncatesTowardZero) {
                "Cast float32 -> int32");
 }
 
+// ONNX leaves these undefined; ember defines them (element_types.h) rather than do
+// what C++ leaves undefined (UBSan's float-cast-overflow checks this test too).
+TEST(ElementwiseCast, NanInfinityAndOutOfRangeGiveTheIntegerIndefinite) {
+  const double nan = NAN, inf = INFINITY;
+  const std::vector<double> values = {nan, inf, -inf, 3e9, -3e9, 1e20, -1.5, 300.7};
+  struct Case {
+    DType to;
+    std::vector<double> want;
+  };
+  const std::vector<Case> cases = {
+      {DType::Int32, {-2147483648.0, -2147483648.0, -2147483648.0, -2147483648.0, -2147483648.0, -2147483648.0, -1, 300}},
+      {DType::Int64, {-0x1p63, -0x1p63, -0x1p63, 3e9, -3e9, -0x1p63, -1, 300}},
+      {DType::Int8, {0, 0, 0, 0, 0, 0, -1, 44}},  // the low byte of the int32 result
+      {DType::UInt8, {0, 0, 0, 0, 0, 0, 255, 44}},
+      {DType::UInt16, {0, 0, 0, 0, 0, 0, 65535, 300}},
+      {DType::UInt32, {0, 0, 0, 3e9, 1294967296, 0, 4294967295.0, 300}},  // low 32 bits of the int64 result
+      {DType::UInt64, {0x1p63, 0x1p63, 0x1p63, 3e9, 0x1p64 - 3e9, 0x1p63, 0x1p64 - 1, 300}},
+  };
+  for (DType from : {DType::Float32, DType::Float64}) {
+    const Tensor x = from_values(from, {int64_t(values.size())}, values);
+    for (const Case& c : cases) {
+      Attributes attrs;
+      attrs.set_int("to", static_cast<int64_t>(c.to));
+      expect_close(evaluate_node(make_node("Cast", 1, attrs), 21, {&x})[0], c.want, 0, 0,
+                   describe("Cast", dtype_name(from), "->", dtype_name(c.to)));
+    }
+  }
+}
+
 // Bit patterns checked against IEEE binary16 by hand.
 TEST(Float16, ConvertsEdgeValuesExactly) {
   const float inf = INFINITY;

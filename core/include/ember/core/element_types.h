@@ -7,6 +7,7 @@
 #include <ember/core/float16.h>
 
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -57,9 +58,26 @@ bool dispatch(TypeList<Ts...>, DType dtype, Fn&& fn) {
   return ((dtype == dtype_of<Ts>() && (fn(TypeTag<Ts>{}), true)) || ...);
 }
 
+// float/double -> integer, truncating toward zero. ONNX leaves NaN, infinities and
+// values out of range undefined (and a plain static_cast of them is undefined behaviour
+// in C++); here they give what x86's scalar conversion gives, the "integer indefinite"
+// (the lowest int32 or int64). Types narrower than 32 bits take the low bits of the
+// int32 result, uint32 those of the int64 one, as compilers do on x86.
+template <class Out, class In> Out float_to_integer(In x) {
+  if constexpr (std::is_same_v<Out, uint64_t>) {
+    if (x >= In(0) && x < In(18446744073709551616.0)) return static_cast<uint64_t>(x);
+    return static_cast<uint64_t>(float_to_integer<int64_t>(x));
+  } else {
+    using Wide = std::conditional_t<(sizeof(Out) < 4 || std::is_same_v<Out, int32_t>), int32_t, int64_t>;
+    constexpr In limit = In(sizeof(Wide) == 4 ? 2147483648.0 : 9223372036854775808.0);
+    const Wide wide = x > -limit - In(1) && x < limit ? static_cast<Wide>(x) : std::numeric_limits<Wide>::min();
+    return static_cast<Out>(wide);
+  }
+}
+
 // Converts between any two element types as ONNX Cast does: float -> int truncates
-// toward zero, anything -> bool is "!= 0", reduced floats go through float (or, from
-// double, through a round-to-odd float so the result is rounded once).
+// toward zero (float_to_integer), anything -> bool is "!= 0", reduced floats go through
+// float (or, from double, through a round-to-odd float so the result is rounded once).
 template <class Out, class In> Out convert(In x) {
   if constexpr (std::is_same_v<Out, In>) return x;
   else if constexpr (is_reduced_float_v<In>) return convert<Out>(static_cast<float>(x));
@@ -67,6 +85,7 @@ template <class Out, class In> Out convert(In x) {
     if constexpr (std::is_same_v<In, float>) return Out(x);
     else return Out(static_cast<double>(x));
   } else if constexpr (std::is_same_v<Out, bool>) return x != In(0);
+  else if constexpr (std::is_floating_point_v<In> && std::is_integral_v<Out>) return float_to_integer<Out>(x);
   else return static_cast<Out>(x);
 }
 
