@@ -5,9 +5,12 @@
 // bounded and that a new shape costs little (README, "Memory").
 //
 //   shape_walk MODEL DIM FIRST LAST [STEP] [--threads N] [--max-plans N] [--rounds R]
+//              [--input NAME=FILE.npy]...
 //
 // Every other symbolic dimension is 1. Float inputs are random normal; integer inputs
-// are 0 or 1 (valid token ids, masks and type ids for the models in models/).
+// are 0 or 1 (valid token ids, masks and type ids for the models in models/). An input
+// given by --input is that file's tensor at every step (a model whose inputs need real
+// values, such as a sample rate).
 #include <ember/ember.h>
 
 #include <chrono>
@@ -15,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -55,7 +59,9 @@ double run_ms(ember::Session& session, const std::vector<ember::Tensor>& inputs)
 }
 
 int usage() {
-  std::fprintf(stderr, "usage: shape_walk MODEL DIM FIRST LAST [STEP] [--threads N] [--max-plans N] [--rounds R]\n");
+  std::fprintf(stderr,
+               "usage: shape_walk MODEL DIM FIRST LAST [STEP] [--threads N] [--max-plans N] [--rounds R] "
+               "[--input NAME=FILE.npy]...\n");
   return 2;
 }
 
@@ -65,9 +71,15 @@ int main(int argc, char** argv) {
   std::vector<std::string> positional;
   ember::SessionOptions options;
   int rounds = 1;
+  std::map<std::string, std::string> input_files;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if ((arg == "--threads" || arg == "--max-plans" || arg == "--rounds") && i + 1 < argc) {
+    if (arg == "--input" && i + 1 < argc) {
+      const std::string given = argv[++i];
+      const size_t eq = given.find('=');
+      if (eq == std::string::npos) return usage();
+      input_files[given.substr(0, eq)] = given.substr(eq + 1);
+    } else if ((arg == "--threads" || arg == "--max-plans" || arg == "--rounds") && i + 1 < argc) {
       const int value = std::atoi(argv[++i]);
       if (arg == "--threads") options.num_threads = value;
       if (arg == "--max-plans") options.plan_cache_max_plans = static_cast<size_t>(value);
@@ -84,12 +96,15 @@ int main(int argc, char** argv) {
     const double before = resident_mib();
     ember::Session session(positional[0], options);
     std::printf("loaded: %.0f MiB resident (%.0f before)\n", resident_mib(), before);
+    std::map<std::string, ember::Tensor> fixed;
+    for (const auto& [name, file] : input_files) fixed[name] = ember::read_npy(file);
     std::mt19937 rng(1);
     double worst_ratio = 0, peak = 0;
     for (int round = 0; round < rounds; ++round) {
       for (int64_t v = first; v <= last; v += step) {
         std::vector<ember::Tensor> inputs;
-        for (const ember::ValueDesc& d : session.inputs()) inputs.push_back(random_input(d, dim, v, rng));
+        for (const ember::ValueDesc& d : session.inputs())
+          inputs.push_back(fixed.count(d.name) ? fixed.at(d.name) : random_input(d, dim, v, rng));
         const double first_ms = run_ms(session, inputs);
         double steady_ms = run_ms(session, inputs);
         steady_ms = std::min(steady_ms, run_ms(session, inputs));

@@ -42,8 +42,12 @@ struct SessionOptions {
   bool cuda_graph = false;
   // Plans are made per input-shape signature and cached, least recently used evicted
   // beyond either limit (an evicted plan's arena memory is given back). Bytes count a
-  // plan's arenas and the constants folded for its shapes.
-  size_t plan_cache_max_plans = 16;
+  // plan's arenas and the constants folded for its shapes. A plan also holds its kernels
+  // (oneDNN's generated code: about 3 MiB per BERT-base sequence length), which the
+  // count bounds: at 8, BERT-base walked over every length stays within 6% of the
+  // memory of its longest length alone, and a new length's first run costs little more
+  // than a steady one (README, "Memory a service can live with").
+  size_t plan_cache_max_plans = 8;
   size_t plan_cache_max_bytes = size_t{1} << 30;
 };
 
