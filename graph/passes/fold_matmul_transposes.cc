@@ -82,6 +82,14 @@ class MatMulTransposeFolder {
     }
   }
 
+  // A FusedMatMul bias of rank 2 or more ([1, N], as some exporters write it) may give
+  // the output more dims than the product, which perm_y cannot name (schemas/dense.cc).
+  bool bias_may_raise_rank(const Node& n) const {
+    if (n.inputs.size() < 3 || n.inputs[2].empty()) return false;
+    auto bias = graph_.initializers.find(n.inputs[2]);
+    return bias == graph_.initializers.end() || bias->second.rank() > 1;
+  }
+
   // An operand read through `perm` is a batch of row-major or transposed matrices.
   static bool strided_operand_ok(const Perm& p) {
     const int64_t r = static_cast<int64_t>(p.size());
@@ -104,7 +112,7 @@ class MatMulTransposeFolder {
     if (consumers_.single_reader(out)) {
       const int reader = consumers_.of(out)[0];
       const Node& t = graph_.nodes[reader];
-      if (!dead_[reader] && is_transpose(t)) {
+      if (!dead_[reader] && is_transpose(t) && !bias_may_raise_rank(fused)) {
         const Perm q = t.attributes.get_ints("perm");
         if (is_permutation(q) && q.size() >= 2 && q.back() == static_cast<int64_t>(q.size()) - 1) {
           fused.attributes.set_ints("perm_y", q);

@@ -4,6 +4,7 @@
 #include "graph/schema.h"
 #include "graph/schemas/window.h"
 
+#include <algorithm>
 #include <string>
 
 namespace ember {
@@ -125,6 +126,21 @@ Shape permuted_by(const InferContext& ctx, const char* attribute, const Shape& s
   return out;
 }
 
+// FusedMatMul's bias: [N], or [1, ..., 1, N] as exporters also write it. Added like
+// the Add it replaced, so a bias of higher rank than the product gives the output
+// leading unit dims (not with perm_y, which names the product's dims).
+void add_matmul_bias(const InferContext& ctx, int64_t n, Shape& y) {
+  const Shape& bias = ctx.input(2).shape;
+  const bool ones_then_n = !bias.empty() && bias.back() == n &&
+                           std::all_of(bias.begin(), bias.end() - 1, [](int64_t d) { return d == 1; });
+  if (!ones_then_n)
+    ctx.fail("bias must have shape [N] or [1, ..., 1, N] with N = " + std::to_string(n) + ", got " +
+             shape_to_string(bias));
+  if (bias.size() <= y.size()) return;
+  if (ctx.node.attributes.has("perm_y")) ctx.fail("a bias of higher rank than the product cannot take perm_y");
+  y.insert(y.begin(), bias.size() - y.size(), 1);
+}
+
 std::vector<TensorType> infer_matmul(const InferContext& ctx) {
   Shape a = permuted_by(ctx, "perm_a", ctx.input(0).shape), b = permuted_by(ctx, "perm_b", ctx.input(1).shape);
   if (a.empty() || b.empty()) ctx.fail("MatMul operands must have rank 1 or more");
@@ -138,9 +154,10 @@ std::vector<TensorType> infer_matmul(const InferContext& ctx) {
   Shape y = broadcast_shapes(Shape(a.begin(), a.end() - 2), Shape(b.begin(), b.end() - 2), ctx);
   if (!a_vec) y.push_back(a[a.size() - 2]);
   if (!b_vec) y.push_back(b.back());
-  if (ctx.has_input(2) && (b_vec || ctx.input(2).shape != Shape{b.back()}))  // FusedMatMul bias
-    ctx.fail("bias must have shape [N] = [" + std::to_string(b.back()) + "], got " +
-             shape_to_string(ctx.input(2).shape));
+  if (ctx.has_input(2)) {
+    if (b_vec) ctx.fail("a bias needs B to be a matrix, not a vector");
+    add_matmul_bias(ctx, b.back(), y);
+  }
   return {{ctx.input(0).dtype, permuted_by(ctx, "perm_y", y)}};
 }
 

@@ -147,6 +147,41 @@ TEST(SessionOptimization, EveryLevelGivesTheModelsResultsAndSaysWhatItRan) {
       EXPECT_NEAR(results[k].data_as<float>()[i], results[0].data_as<float>()[i], 1e-4) << "level " << k << " at " << i;
 }
 
+// A MatMul bias written [1, 1, N] (a real exporter's output once failed here: the
+// fusion made a node its schema refused). Through Session, every level gives the
+// unfused result, shape included, at several batch shapes.
+TEST(SessionOptimization, AMatMulBiasOfRankThreeRunsFusedAndMatches) {
+  onnx::ModelProto m = test::new_model();
+  onnx::GraphProto& g = *m.mutable_graph();
+  test::add_input(g, "x", {"batch", "8"});
+  test::add_unshaped(g.mutable_output(), "y", onnx::TensorProto::FLOAT);
+  std::vector<float> w(8 * 16), bias(16);
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal;
+  for (float& v : w) v = normal(rng);
+  for (float& v : bias) v = normal(rng);
+  *g.add_initializer() = test::float_tensor("w", {8, 16}, w);
+  *g.add_initializer() = test::float_tensor("bias", {1, 1, 16}, bias);
+  test::add_node(g, "MatMul", {"x", "w"}, {"m"}, "matmul");
+  test::add_node(g, "Add", {"m", "bias"}, {"h"}, "add");
+  test::add_node(g, "Relu", {"h"}, {"y"}, "relu");
+  const std::string bytes = m.SerializeAsString();
+  Session fused = Session::from_bytes(as_bytes(bytes), {.num_threads = 1});
+  Session plain = Session::from_bytes(as_bytes(bytes), {.num_threads = 1, .optimization = GraphOptimization::None});
+  for (int64_t batch : {1, 5}) {
+    const Tensor x = test::random_float_tensor({batch, 8}, 4);
+    const Tensor want = plain.run({{"x", x}})[0];
+    const Tensor got = fused.run({{"x", x}})[0];
+    ASSERT_EQ(got.shape(), (Shape{1, batch, 16}));
+    ASSERT_EQ(want.shape(), got.shape());
+    for (int64_t i = 0; i < want.numel(); ++i)
+      EXPECT_NEAR(got.data_as<float>()[i], want.data_as<float>()[i], 1e-5) << "batch " << batch << " at " << i;
+  }
+  const Tensor x = test::random_float_tensor({5, 8}, 4);
+  EXPECT_NE(fused.explain(std::span<const Tensor>(&x, 1)).find("FusedMatMul"), std::string::npos)
+      << "the bias and Relu should have fused";
+}
+
 // ---- logging
 
 struct Recorder {

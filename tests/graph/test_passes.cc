@@ -176,6 +176,32 @@ TEST(Passes, MatMulBiasGeluFusesWithTheSameResult) {
   expect_close(run_node_by_node(g, in)[0], before[0], 1e-5f);
 }
 
+// Exporters write a MatMul bias as [N], [1, N], [1, 1, N], ...: each fuses, and the
+// fused node computes what MatMul + Add + Relu did, shape included (a bias of higher
+// rank than the product gives it leading unit dims, as the Add did).
+TEST(Passes, MatMulBiasOfEveryExportedShapeFusesWithTheSameResult) {
+  std::mt19937 rng(8);
+  for (const Shape& a_shape : {Shape{5, 8}, Shape{2, 5, 8}}) {
+    for (const Shape& bias_shape : {Shape{16}, Shape{1, 16}, Shape{1, 1, 16}, Shape{1, 1, 1, 16}}) {
+      Graph g = base_graph(a_shape);
+      g.initializers["w"] = random_tensor({8, 16}, rng);
+      g.initializers["bias"] = random_tensor(bias_shape, rng);
+      g.nodes = {make_node("MatMul", {"x", "w"}, {"m"}), make_node("Add", {"m", "bias"}, {"h"}),
+                 make_node("Relu", {"h"}, {"y"})};
+      g.outputs.push_back({"y", DType::Float32, {}, false});
+      const std::vector<Tensor> in = {random_tensor(a_shape, rng)};
+      const auto before = run_node_by_node(g, in);
+      optimize_graph(g, cpu_node_evaluator(), /*for_cpu=*/true);
+      const std::string what = "A " + shape_to_string(a_shape) + ", bias " + shape_to_string(bias_shape);
+      ASSERT_EQ(g.nodes.size(), 1u) << what;
+      EXPECT_EQ(g.nodes[0].op_type, "FusedMatMul") << what;
+      const auto after = run_node_by_node(g, in);
+      EXPECT_EQ(after[0].shape(), before[0].shape()) << what;
+      expect_close(after[0], before[0], 1e-5f);
+    }
+  }
+}
+
 // GPT-2's gelu_new as its exporter writes it: 0.5 * x * (1 + tanh(sqrt(2/pi) * (x +
 // 0.044715 * x^3))), constants first, with x^3 as Pow (or as a Mul chain when
 // `cube_as_muls`) and `tail` choosing how 0.5, x and (1 + tanh) are grouped:
