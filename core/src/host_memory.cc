@@ -1,8 +1,12 @@
 #include "core/src/host_memory.h"
 
 #include <sys/mman.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 
@@ -16,6 +20,8 @@ constexpr size_t kMappedFrom = size_t{1} << 20;
 
 size_t rounded(size_t bytes) { return (std::max<size_t>(bytes, 1) + 63) / 64 * 64; }
 
+std::atomic<size_t> heap_block_bytes{0};  // blocks below kMappedFrom, on malloc's heap
+
 }  // namespace
 
 void* allocate_host_block(size_t bytes) {
@@ -24,16 +30,31 @@ void* allocate_host_block(size_t bytes) {
     return p == MAP_FAILED ? nullptr : p;  // page aligned, zero-filled
   }
   void* p = std::aligned_alloc(64, rounded(bytes));
-  if (p) std::memset(p, 0, rounded(bytes));
+  if (!p) return nullptr;
+  std::memset(p, 0, rounded(bytes));
+  heap_block_bytes += rounded(bytes);
   return p;
 }
 
 void release_host_block(void* p, size_t bytes) {
   if (!p) return;
-  if (bytes >= kMappedFrom)
+  if (bytes >= kMappedFrom) {
     munmap(p, bytes);
-  else
-    std::free(p);
+    return;
+  }
+  std::free(p);
+  heap_block_bytes -= rounded(bytes);
+}
+
+size_t heap_bytes_besides_blocks() {
+#ifdef __GLIBC__
+  const struct mallinfo2 info = mallinfo2();
+  const size_t in_use = info.uordblks + info.hblkhd;
+  const size_t blocks = heap_block_bytes;
+  return in_use > blocks ? in_use - blocks : 0;
+#else
+  return 0;
+#endif
 }
 
 }  // namespace ember

@@ -15,4 +15,9 @@ void* allocate_host_block(size_t bytes);
 // `bytes` as given to allocate_host_block.
 void release_host_block(void* p, size_t bytes);
 
+// Bytes malloc has handed out for anything but the blocks above (kernels, descriptors,
+// the code oneDNN generates, ...): what making a plan adds to it is what its kernels
+// hold. 0 where the C library cannot say (not glibc).
+size_t heap_bytes_besides_blocks();
+
 }  // namespace ember

@@ -76,6 +76,9 @@ struct Plan {
   // Folded values a device reads, copied there for this plan alone: they depend on the
   // input shapes, so unlike weights they cannot be shared by name across plans.
   std::vector<std::unique_ptr<Tensor>> device_constants;
+  // Host heap its kernels took when it was made (oneDNN primitives, the code they
+  // generate, descriptors), measured around planning: tensors are counted above.
+  size_t kernel_bytes = 0;
 
   // Nodes from the first one whose output shape depends on input data (NonZero, Loop,
   // a Reshape of a computed shape) onwards: the executor runs them one by one on the

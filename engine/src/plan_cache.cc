@@ -27,7 +27,7 @@ size_t plan_bytes(const Plan& plan) {
   for (const auto& [device, arena] : plan.arena_bytes) bytes += arena;
   for (const auto* constants : {&plan.folded, &plan.device_constants})
     for (const auto& t : *constants) bytes += t->nbytes();
-  return bytes;
+  return bytes + plan.kernel_bytes;
 }
 
 std::shared_ptr<const Plan> PlanCache::find(std::span<const Tensor> inputs, std::span<const Tensor> outputs) const {

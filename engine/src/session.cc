@@ -1,6 +1,7 @@
 #include <ember/core/error.h>
 #include <ember/session.h>
 
+#include "core/src/host_memory.h"
 #include "engine/src/cuda_module.h"
 #include "engine/src/device_select.h"
 #include "engine/src/executor.h"
@@ -267,7 +268,14 @@ std::shared_ptr<const Plan> Session::Impl::plan_for(std::span<const Tensor> inpu
     planner_options.output_devices.push_back(d);
   }
   const auto start = std::chrono::steady_clock::now();
+  // The plan's kernels: what the heap grew by, less the weights packed meanwhile (which
+  // the session keeps, and reports apart).
+  auto heap_less_packed = [&] {
+    return static_cast<int64_t>(heap_bytes_besides_blocks()) - static_cast<int64_t>(weights.packed().bytes());
+  };
+  const int64_t heap_before = heap_less_packed();
   std::unique_ptr<Plan> plan = build_plan(graph, shapes, backends, weights, planner_options);
+  plan->kernel_bytes = static_cast<size_t>(std::max<int64_t>(heap_less_packed() - heap_before, 0));
   log_plan(*plan, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   warn_if_mostly_on_host(*plan);
   give_back_packed_originals(*plan);
@@ -560,6 +568,7 @@ MemoryReport Session::memory_report() const {
   for (const auto& plan : impl_->plans->plans()) {
     for (const auto& t : plan->folded) add_bytes(report, "cpu", "plan constants", t->nbytes());
     for (const auto& t : plan->device_constants) add_bytes(report, t->device().to_string(), "plan constants", t->nbytes());
+    add_bytes(report, "cpu", "plan kernels", plan->kernel_bytes);
   }
   report.plans = impl_->plans->size();
   report.plans_evicted = impl_->plans->evictions();

@@ -42,9 +42,9 @@ struct SessionOptions {
   bool cuda_graph = false;
   // Plans are made per input-shape signature and cached, least recently used evicted
   // beyond either limit (an evicted plan's arena memory is given back). Bytes count a
-  // plan's arenas and the constants folded for its shapes. A plan also holds its kernels
-  // (oneDNN's generated code: about 3 MiB per BERT-base sequence length), which the
-  // count bounds: at 8, BERT-base walked over every length stays within 6% of the
+  // plan's arenas, the constants folded for its shapes and the heap its kernels took
+  // (oneDNN's primitives and generated code: about 3 MiB per BERT-base sequence length).
+  // The count matters as much: at 8, BERT-base walked over every length stays within 6% of the
   // memory of its longest length alone, and a new length's first run costs little more
   // than a steady one (README, "Memory a service can live with").
   size_t plan_cache_max_plans = 8;
@@ -72,7 +72,7 @@ struct ValueDesc {
 struct MemoryReport {
   struct Entry {
     std::string device;   // "cpu", "cuda:0"
-    std::string purpose;  // "weights", "packed weights", "arenas", "plan constants"
+    std::string purpose;  // "weights", "packed weights", "arenas", "plan constants", "plan kernels"
     size_t bytes = 0;
   };
   std::vector<Entry> entries;
