@@ -1,6 +1,10 @@
-// infer — run an ONNX model on .npy inputs, print and save its outputs; time it,
-// profile it, explain its plan. Exit codes: 0 ok, 1 user error, 2 usage error.
+// infer — run an ONNX model on .npy inputs (or random ones), print and save its
+// outputs; benchmark it, profile it, explain its plan. Exit codes: 0 ok, 1 user error,
+// 2 usage error.
 #include <ember/ember.h>
+
+#include "tools/infer_bench.h"
+#include "tools/infer_inputs.h"
 
 #include <CLI/CLI.hpp>
 
@@ -13,6 +17,7 @@
 #include <fstream>
 #include <iostream>
 #include <numeric>
+#include <random>
 #include <sstream>
 
 namespace {
@@ -20,12 +25,14 @@ namespace {
 struct Options {
   std::string model;
   std::vector<std::string> inputs;
+  std::vector<std::string> shapes;  // --shape, for random inputs
   std::string output_dir;
   std::string device = "cpu";
   std::string precision = "fp32";
   std::string trace_path, summary_json;
-  int threads = 0, repeat = 0, warmup = 3, batch = 0;
+  int threads = 0, repeat = 0, warmup = 3, batch = 0, concurrency = 1;
   double timeout_ms = 0;  // per run; 0: none
+  double duration_s = 0;  // benchmark for this long; 0: --repeat runs
   std::string log_level = "warning";
   bool profile = false, explain = false, devices = false, no_optimize = false, list_ops = false;
   bool cuda_graph = false, info = false;
@@ -89,6 +96,29 @@ std::vector<ember::Tensor> read_inputs(const ember::Session& session, const Opti
     if (!given[i])
       throw ember::Error("input '" + descs[i].name + "' (" + ember::dtype_name(descs[i].dtype) + " " +
                          format_dims(descs[i].dims) + ") is missing: pass " + descs[i].name + "=file.npy");
+  return tensors;
+}
+
+// No .npy files: random inputs of the declared dtypes and shapes (--shape sets what
+// the model leaves symbolic); says what it made, and which dims it set to 1.
+std::vector<ember::Tensor> random_inputs(const ember::Session& session, const Options& opt) {
+  const infer::ShapeChoices choices = infer::parse_shape_choices(opt.shapes, session);
+  std::mt19937 rng(1);
+  std::vector<ember::Tensor> tensors;
+  std::vector<std::string> defaulted;
+  std::string made;
+  for (const ember::ValueDesc& d : session.inputs()) {
+    tensors.push_back(infer::random_input(d, infer::shape_for(d, choices, opt.batch, &defaulted), rng));
+    made += (made.empty() ? "" : ", ") + d.name + " " + ember::dtype_name(d.dtype) + " " +
+            ember::shape_to_string(tensors.back().shape()) +
+            (d.index_bound > 0 ? " (below " + std::to_string(d.index_bound) + ")" : "");
+  }
+  std::cout << "random inputs: " << made << "\n";
+  if (!defaulted.empty()) {
+    std::string dims;
+    for (const std::string& d : defaulted) dims += (dims.empty() ? "" : ", ") + d;
+    std::cout << "set to 1: " << dims << " (choose with --shape NAME=N)\n";
+  }
   return tensors;
 }
 
@@ -162,12 +192,6 @@ void print_devices() {
                 g.compute_major, g.compute_minor);
 }
 
-double percentile(std::vector<double> v, double p) {
-  std::sort(v.begin(), v.end());
-  const size_t i = static_cast<size_t>(std::ceil(p / 100.0 * v.size())) - 1;
-  return v[std::min(i, v.size() - 1)];
-}
-
 // --timeout-ms as a run's deadline, from now.
 ember::RunOptions run_options_for(const Options& opt) {
   ember::RunOptions o;
@@ -176,36 +200,6 @@ ember::RunOptions run_options_for(const Options& opt) {
                  std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                      std::chrono::duration<double, std::milli>(opt.timeout_ms));
   return o;
-}
-
-void time_runs(ember::Session& session, const std::vector<ember::Tensor>& inputs,
-               std::vector<ember::Tensor>& outputs, const Options& opt, ember::Profile* profile) {
-  using Clock = std::chrono::steady_clock;
-  for (int i = 0; i < opt.warmup; ++i) session.run(inputs, outputs, run_options_for(opt));
-  std::vector<double> ms;
-  for (int i = 0; i < opt.repeat; ++i) {
-    ember::RunOptions run_options = run_options_for(opt);
-    run_options.profile = profile;
-    const auto start = Clock::now();
-    session.run(inputs, outputs, run_options);
-    ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
-  }
-  const double mean = std::accumulate(ms.begin(), ms.end(), 0.0) / ms.size();
-  const int64_t batch = inputs.empty() || inputs[0].rank() == 0 ? 1 : inputs[0].shape()[0];
-  const double throughput = batch * 1000.0 / mean;
-  std::printf("latency over %d runs (after %d warm-up): mean %.3f ms  p50 %.3f  p90 %.3f  p99 %.3f  min %.3f\n",
-              opt.repeat, opt.warmup, mean, percentile(ms, 50), percentile(ms, 90), percentile(ms, 99),
-              *std::min_element(ms.begin(), ms.end()));
-  std::printf("throughput: %.2f items/s (batch %lld)\n", throughput, static_cast<long long>(batch));
-  if (!opt.summary_json.empty()) {
-    std::ofstream f(opt.summary_json);
-    f << "{\"repeat\": " << opt.repeat << ", \"threads\": " << opt.threads << ", \"batch\": " << batch
-      << ", \"latency_ms\": {\"mean\": " << mean << ", \"p50\": " << percentile(ms, 50)
-      << ", \"p90\": " << percentile(ms, 90) << ", \"p99\": " << percentile(ms, 99)
-      << ", \"min\": " << *std::min_element(ms.begin(), ms.end()) << "}, \"throughput_per_s\": "
-      << throughput << "}\n";
-    if (!f) throw ember::Error("cannot write " + opt.summary_json);
-  }
 }
 
 // What the session holds per device: on a GPU, weights plus run arenas, at peak.
@@ -275,21 +269,42 @@ int run(const Options& opt) {
     return 0;
   }
 
-  std::vector<ember::Tensor> inputs = read_inputs(session, opt);
+  if (!opt.inputs.empty() && !opt.shapes.empty())
+    throw ember::Error("--shape sets the shapes of random inputs; the .npy files given have their own");
+  const bool random = opt.inputs.empty() && !session.inputs().empty();
+  std::vector<ember::Tensor> inputs = random ? random_inputs(session, opt) : read_inputs(session, opt);
   if (opt.batch > 0)
     for (size_t i = 0; i < inputs.size(); ++i) inputs[i] = rebatch(inputs[i], opt.batch, session.inputs()[i].name);
   if (opt.explain) std::cout << session.explain(inputs);
 
   ember::Profile profile;
   ember::RunOptions run_options = run_options_for(opt);
-  if (opt.profile && opt.repeat == 0) run_options.profile = &profile;
+  const bool bench = opt.repeat > 0 || opt.duration_s > 0;
+  if (opt.profile && !bench) run_options.profile = &profile;
   std::vector<ember::Tensor> first;
   {
     std::vector<std::pair<std::string, ember::Tensor>> named;
     for (size_t i = 0; i < inputs.size(); ++i) named.emplace_back(session.inputs()[i].name, inputs[i]);
     first = session.run(named, run_options);
   }
-  if (opt.repeat > 0) time_runs(session, inputs, first, opt, opt.profile ? &profile : nullptr);
+  if (bench) {
+    infer::BenchSettings settings;
+    settings.warmup = opt.warmup;
+    settings.repeat = opt.repeat;
+    settings.duration_s = opt.duration_s;
+    settings.concurrency = opt.concurrency;
+    settings.timeout_ms = opt.timeout_ms;
+    settings.profile = opt.profile ? &profile : nullptr;
+    const infer::BenchResult result = infer::benchmark(session, inputs, settings);
+    std::cout << infer::describe(result, settings);
+    if (!opt.summary_json.empty()) {
+      infer::RunDescription run{opt.model, opt.device, opt.precision, opt.threads, {}, random};
+      for (size_t i = 0; i < inputs.size(); ++i) run.inputs.emplace_back(session.inputs()[i].name, inputs[i]);
+      std::ofstream f(opt.summary_json);
+      f << infer::summary_json(result, settings, run, session);
+      if (!f) throw ember::Error("cannot write " + opt.summary_json);
+    }
+  }
 
   for (size_t i = 0; i < first.size(); ++i) {
     const auto& name = session.outputs()[i].name;
@@ -301,7 +316,7 @@ int run(const Options& opt) {
                        first[i]);
     }
   }
-  if (opt.repeat > 0 || opt.profile) print_memory(session);
+  if (bench || opt.profile) print_memory(session);
   if (opt.profile) {
     std::cout << profile.table();
     if (!opt.trace_path.empty()) {
@@ -320,7 +335,9 @@ int main(int argc, char** argv) {
   Options opt;
   CLI::App app{"infer: run an ONNX model with ember"};
   app.add_option("model", opt.model, "the .onnx model file");
-  app.add_option("inputs", opt.inputs, "inputs as file.npy (graph order) or name=file.npy");
+  app.add_option("inputs", opt.inputs, "inputs as file.npy (graph order) or name=file.npy; none: random inputs");
+  app.add_option("--shape", opt.shapes,
+                 "random inputs' shapes: symbolic dims (batch=8,sequence=128) or whole inputs (x=1x3x224x224)");
   app.add_option("-o,--output-dir", opt.output_dir, "write each output as DIR/<name>.npy");
   app.add_option("--device", opt.device, "cpu, cuda or cuda:N");
   app.add_option("--threads", opt.threads, "intra-op threads (default: all cores)")->check(CLI::NonNegativeNumber);
@@ -331,10 +348,16 @@ int main(int argc, char** argv) {
                   "and matmuls, float32 accumulation)")
       ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
   app.add_flag("--cuda-graph", opt.cuda_graph, "CUDA: record the device work once per input shape, then replay it");
-  app.add_option("--repeat", opt.repeat, "time this many runs and print latency percentiles")
+  app.add_option("--repeat", opt.repeat, "benchmark: time this many runs (in all threads)")
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--warmup", opt.warmup, "untimed runs before --repeat (default 3)")->check(CLI::NonNegativeNumber);
-  app.add_option("--summary-json", opt.summary_json, "with --repeat: write the latency summary as JSON");
+  app.add_option("--duration", opt.duration_s, "benchmark: time runs for this many seconds")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--concurrency", opt.concurrency, "benchmark: threads running the one session at once (default 1)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--warmup", opt.warmup, "benchmark: untimed runs first, per thread (default 3)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--summary-json", opt.summary_json,
+                 "benchmark: write latency, throughput and memory as JSON (schema ember.infer.summary/1)");
   app.add_flag("--profile", opt.profile, "per-node time table");
   app.add_option("--trace", opt.trace_path, "with --profile: write a Chrome trace JSON");
   app.add_flag("--explain", opt.explain, "print the execution plan");

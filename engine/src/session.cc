@@ -87,6 +87,28 @@ ValueDesc describe(const ValueInfo& v) {
   return d;
 }
 
+// Graph inputs that index a constant table directly (Gather's indices, as token ids
+// index an embedding): the table's size along the gathered axis, the least over uses.
+std::map<std::string, int64_t> gathered_index_bounds(const Graph& graph) {
+  std::map<std::string, int64_t> bounds;
+  for (const ValueInfo& input : graph.inputs) {
+    if (input.dtype != DType::Int64 && input.dtype != DType::Int32) continue;  // Gather's index types
+    for (const Node& node : graph.nodes) {
+      if (node.op_type != "Gather" || !node.domain.empty() || node.inputs.size() < 2 || node.inputs[1] != input.name)
+        continue;
+      auto table = graph.initializers.find(node.inputs[0]);
+      if (table == graph.initializers.end() || table->second.rank() == 0) continue;
+      int64_t axis = node.attributes.get_int_or("axis", 0);
+      if (axis < 0) axis += table->second.rank();
+      if (axis < 0 || axis >= table->second.rank()) continue;
+      const int64_t size = table->second.shape()[axis];
+      auto [it, added] = bounds.emplace(input.name, size);
+      if (!added) it->second = std::min(it->second, size);
+    }
+  }
+  return bounds;
+}
+
 // A run's stop, from the time it begins.
 RunStop stop_for(const RunOptions& run_options) {
   RunStop stop;
@@ -376,11 +398,15 @@ std::unique_ptr<Session::Impl> Session::Impl::make(const SessionOptions& options
                  std::to_string(impl->backends.size()) + " devices (" + impl->backends.front()->device().to_string() +
                  " first)");
   check_supported(impl->graph, impl->backends);
+  const std::map<std::string, int64_t> index_bounds = gathered_index_bounds(impl->graph);
   impl->optimize();
   if (options.precision == "fp16") impl->convert_to_half();
   bind_attributes(impl->graph);  // after every pass: each kernel reads the final nodes
   impl->upload_weights();
-  for (const auto& v : impl->graph.inputs) impl->input_descs.push_back(describe(v));
+  for (const auto& v : impl->graph.inputs) {
+    impl->input_descs.push_back(describe(v));
+    if (auto it = index_bounds.find(v.name); it != index_bounds.end()) impl->input_descs.back().index_bound = it->second;
+  }
   for (const auto& v : impl->graph.outputs) impl->output_descs.push_back(describe(v));
   return impl;
 }

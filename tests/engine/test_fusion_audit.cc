@@ -125,7 +125,7 @@ std::vector<Case> cases() {
          b.node("Reshape", {"m", "shape"}, "r");
          b.node("Add", {"r", "bias"}, "h");
          b.node("Relu", {"h"}, "y");
-       }},
+       }, ""},
       {"MatMul, Relu, Reshape (the activation moves up)", {"batch", "5", "8"}, {{1, 5, 8}, {2, 5, 8}},
        [](Builder& b) {
          b.weight("w", {8, 16});
@@ -159,7 +159,7 @@ std::vector<Case> cases() {
          b.node("MatMul", {"x", "w"}, "m");
          b.node("Add", {"m", "bias"}, "h");
          b.node("Relu", {"h"}, "y");
-       }},
+       }, ""},
       {"Einsum-written product + bias [1, 1, N]", {"batch", "5", "8"}, {{1, 5, 8}, {2, 5, 8}}, [](Builder& b) {
          b.weight("w", {8, 16});
          b.weight("bias", {1, 1, 16});
@@ -170,7 +170,7 @@ std::vector<Case> cases() {
          eq->set_s("bij,jk->bik");
          b.node("Add", {"m", "bias"}, "h");
          b.node("Relu", {"h"}, "y");
-       }},
+       }, ""},
       {"SiLU written out after MatMul + bias [1, 1, N]", {"batch", "5", "8"}, {{1, 5, 8}, {2, 5, 8}},
        [](Builder& b) {
          b.weight("w", {8, 16});
@@ -239,10 +239,11 @@ TEST(FusionAudit, EveryPatternRunsOptimizedAndGivesTheGraphsResult) {
       ASSERT_EQ(got.shape(), want.shape()) << "x " << shape_to_string(shape);
       // Tolerance: float32 sums of at most 27 products, reassociated by the fused kernels.
       EXPECT_LE(worst_difference(got, want), 1e-5) << "x " << shape_to_string(shape);
-      if (!c.fuses.empty())
+      if (!c.fuses.empty()) {
         EXPECT_NE(optimized.explain(std::span<const Tensor>(&x, 1)).find("[com.ember::" + c.fuses + "]"),
                   std::string::npos)
             << "expected the pattern to fuse into " << c.fuses;
+      }
     }
   }
 }

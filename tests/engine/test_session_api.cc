@@ -138,9 +138,15 @@ TEST(SessionOptimization, EveryLevelGivesTheModelsResultsAndSaysWhatItRan) {
                              .log_sink = [&](LogLevel, std::string_view line) { lines.emplace_back(line); }});
     results.push_back(session.run({{session.inputs()[0].name, x}})[0]);
     const std::string said = lines.size() > 1 ? lines[1] : "";
-    if (level == GraphOptimization::None) EXPECT_EQ(lines.size(), 1u) << "only the load line";
-    if (level == GraphOptimization::Basic) EXPECT_EQ(said.rfind("graph passes (basic): ", 0), 0u) << said;
-    if (level == GraphOptimization::All) EXPECT_EQ(said.rfind("graph passes (all): ", 0), 0u) << said;
+    if (level == GraphOptimization::None) {
+      EXPECT_EQ(lines.size(), 1u) << "only the load line";
+    }
+    if (level == GraphOptimization::Basic) {
+      EXPECT_EQ(said.rfind("graph passes (basic): ", 0), 0u) << said;
+    }
+    if (level == GraphOptimization::All) {
+      EXPECT_EQ(said.rfind("graph passes (all): ", 0), 0u) << said;
+    }
   }
   for (size_t k = 1; k < results.size(); ++k)
     for (int64_t i = 0; i < results[0].numel(); ++i)

@@ -165,9 +165,85 @@ TEST_F(Cli, AnInputOfTheWrongShapeIsRefused) {
   expect_one_line_error(infer(model + " " + x), "input 'x' must have shape [n, 4], got [2, 5]");
 }
 
+// Given some inputs, every input must be given; given none, infer makes them.
 TEST_F(Cli, AMissingInputIsRefused) {
+  const auto model = write_model("m.onnx", [](onnx::ModelProto& m) {
+    auto* g = m.mutable_graph();
+    auto* in = g->add_input();
+    *in = g->input(0);
+    in->set_name("x2");
+    auto* n = g->add_node();
+    n->set_op_type("Relu");
+    n->add_input("x2");
+    n->add_output("y2");
+    auto* out = g->add_output();
+    *out = g->output(0);
+    out->set_name("y2");
+  });
+  const auto x = write_input("x.npy", ember::DType::Float32, {2, 4});
+  expect_one_line_error(infer(model + " " + x), "input 'x2'");
+}
+
+TEST_F(Cli, WithNoInputFilesItRunsOnRandomInputsOfTheShapesAsked) {
   const auto model = write_model("m.onnx");
-  expect_one_line_error(infer(model), "input 'x'");
+  Result r = infer(model + " --shape n=3");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("random inputs: x float32 [3, 4]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("y:out/1: float32 [3, 4]"), std::string::npos) << r.out;
+  r = infer(model + " --shape x=5x4");
+  EXPECT_NE(r.out.find("random inputs: x float32 [5, 4]"), std::string::npos) << r.out;
+  r = infer(model);  // n unset: 1, and said so
+  EXPECT_NE(r.out.find("random inputs: x float32 [1, 4]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("set to 1: n"), std::string::npos) << r.out;
+  expect_one_line_error(infer(model + " --shape m=3"), "'m' is neither an input nor a symbolic dim");
+  expect_one_line_error(infer(model + " --shape n=-3"), "is not a size");
+  expect_one_line_error(infer(model + " --shape x=5x4x1"), "the input has rank 2, got 3 dims");
+  const auto x = write_input("x.npy", ember::DType::Float32, {2, 4});
+  expect_one_line_error(infer(model + " " + x + " --shape n=3"), "--shape sets the shapes of random inputs");
+}
+
+// Token ids stay below the vocabulary they index: a Gather of a [10, 4] table.
+TEST_F(Cli, RandomIndicesStayBelowTheTableTheyIndex) {
+  const auto model = write_model("m.onnx", [](onnx::ModelProto& m) {
+    auto* g = m.mutable_graph();
+    g->mutable_input(0)->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::INT64);
+    auto* table = g->add_initializer();
+    table->set_name("table");
+    table->set_data_type(onnx::TensorProto::FLOAT);
+    table->add_dims(10);
+    table->add_dims(4);
+    for (int i = 0; i < 40; ++i) table->add_float_data(static_cast<float>(i));
+    auto* relu = g->mutable_node(0);
+    relu->set_input(0, "rows");
+    auto* gather = g->add_node();
+    gather->set_op_type("Gather");
+    gather->add_input("table");
+    gather->add_input("x");
+    gather->add_output("rows");
+    g->mutable_node()->SwapElements(0, 1);
+  });
+  const Result r = infer(model + " --shape n=200 -o " + (dir_ / "outs").string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("x int64 [200, 4] (below 10)"), std::string::npos) << r.out;
+}
+
+// The benchmark: runs from several threads for a time, every statistic, the summary.
+TEST_F(Cli, BenchmarksFromSeveralThreadsAndWritesTheSummary) {
+  const auto model = write_model("m.onnx");
+  const auto summary = (dir_ / "summary.json").string();
+  Result r = infer(model + " --shape n=8 --concurrency 3 --repeat 30 --summary-json " + summary);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("latency over 30 runs (3 threads"), std::string::npos) << r.out;
+  for (const char* word : {"min ", "mean ", "p50 ", "p90 ", "p95 ", "p99 ", "max ", "items/s"})
+    EXPECT_NE(r.out.find(word), std::string::npos) << word << " in " << r.out;
+  const std::string json = slurp(summary);
+  for (const char* key : {"\"schema\": \"ember.infer.summary/1\"", "\"concurrency\": 3", "\"runs\": 30",
+                          "\"p95\"", "\"items_per_s\"", "\"process_peak_resident_bytes\"", "\"random_inputs\": true"})
+    EXPECT_NE(json.find(key), std::string::npos) << key << " in " << json;
+  r = infer(model + " --duration 0.3");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("over 0.3"), std::string::npos) << r.out;
+  expect_one_line_error(infer(model + " --duration 0.2 --concurrency 2 --profile"), "leave out --concurrency");
 }
 
 TEST_F(Cli, AnUnknownInputNameIsRefused) {

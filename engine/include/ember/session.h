@@ -66,6 +66,9 @@ struct ValueDesc {
   std::string name;
   DType dtype = DType::Undefined;
   std::vector<std::string> dims;
+  // An integer input that indexes a constant table (token ids into an embedding) must
+  // stay below this: the table's size. 0: no such use seen.
+  int64_t index_bound = 0;
 };
 
 // What a session holds, in bytes, per device and purpose.

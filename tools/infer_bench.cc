@@ -1,0 +1,166 @@
+#include "tools/infer_bench.h"
+
+#include <nlohmann/json.hpp>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <exception>
+#include <mutex>
+#include <numeric>
+#include <thread>
+
+namespace infer {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+ember::RunOptions run_options(const BenchSettings& settings) {
+  ember::RunOptions o;
+  if (settings.timeout_ms > 0)
+    o.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                    std::chrono::duration<double, std::milli>(settings.timeout_ms));
+  return o;
+}
+
+// The runs of one thread: its own outputs, so threads share nothing but the session.
+// `claim` says whether one more timed run may start.
+template <class Claim>
+void run_thread(ember::Session& session, const std::vector<ember::Tensor>& inputs, const BenchSettings& settings,
+                Claim&& claim, std::vector<double>& latencies) {
+  std::vector<ember::Tensor> outputs = session.make_outputs(inputs);
+  for (int i = 0; i < settings.warmup; ++i) session.run(inputs, outputs, run_options(settings));
+  while (claim()) {
+    ember::RunOptions o = run_options(settings);
+    o.profile = settings.profile;
+    const auto start = Clock::now();
+    session.run(inputs, outputs, o);
+    latencies.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+  }
+}
+
+size_t peak_resident_bytes() {
+  struct rusage usage {};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<size_t>(usage.ru_maxrss) * 1024;
+}
+
+}  // namespace
+
+double percentile(std::vector<double> values, double p) {
+  if (values.empty()) return NAN;
+  std::sort(values.begin(), values.end());
+  const size_t rank = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(values.size())));
+  return values[std::min(std::max<size_t>(rank, 1), values.size()) - 1];
+}
+
+BenchResult benchmark(ember::Session& session, const std::vector<ember::Tensor>& inputs, const BenchSettings& settings) {
+  if (settings.concurrency > 1 && settings.profile)
+    throw ember::Error("--profile times one thread's runs: leave out --concurrency");
+  BenchResult result;
+  result.items_per_run = inputs.empty() || inputs[0].rank() == 0 ? 1 : inputs[0].shape()[0];
+  const int threads = std::max(settings.concurrency, 1);
+  std::atomic<int64_t> started{0};
+  std::atomic<int> warmed{0};
+  Clock::time_point begin, end_by;
+  std::once_flag timing_starts;
+  // Timing starts once every thread has warmed up, so the first timed runs do not
+  // share the cores with warm-up runs.
+  auto claim = [&] {
+    if (warmed.load() < threads) {
+      ++warmed;
+      while (warmed.load() < threads) std::this_thread::yield();
+    }
+    std::call_once(timing_starts, [&] {
+      begin = Clock::now();
+      end_by = settings.duration_s > 0 ? begin + std::chrono::duration_cast<Clock::duration>(
+                                                     std::chrono::duration<double>(settings.duration_s))
+                                       : Clock::time_point::max();
+    });
+    if (settings.repeat > 0 && started.fetch_add(1) >= settings.repeat) return false;
+    return Clock::now() < end_by;
+  };
+  std::vector<std::vector<double>> latencies(threads);
+  std::vector<std::exception_ptr> errors(threads);
+  std::vector<std::thread> pool;
+  for (int k = 0; k < threads; ++k)
+    pool.emplace_back([&, k] {
+      try {
+        run_thread(session, inputs, settings, claim, latencies[k]);
+      } catch (...) {
+        errors[k] = std::current_exception();
+        warmed += threads;  // the others must not wait for this one
+      }
+    });
+  for (std::thread& t : pool) t.join();
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+  result.wall_s = std::chrono::duration<double>(Clock::now() - begin).count();
+  for (const auto& l : latencies) result.latencies_ms.insert(result.latencies_ms.end(), l.begin(), l.end());
+  if (result.latencies_ms.empty()) throw ember::Error("no timed run finished: give --repeat or a longer --duration");
+  return result;
+}
+
+std::string describe(const BenchResult& r, const BenchSettings& settings) {
+  const std::vector<double>& ms = r.latencies_ms;
+  const double mean = std::accumulate(ms.begin(), ms.end(), 0.0) / static_cast<double>(ms.size());
+  const double runs_per_s = static_cast<double>(ms.size()) / r.wall_s;
+  char text[512];
+  std::snprintf(text, sizeof text,
+                "latency over %zu runs (%d thread%s, after %d warm-up each): min %.3f ms  mean %.3f  p50 %.3f  "
+                "p90 %.3f  p95 %.3f  p99 %.3f  max %.3f\n"
+                "throughput: %.2f items/s, %.2f runs/s (batch %lld) over %.2f s\n",
+                ms.size(), std::max(settings.concurrency, 1), settings.concurrency > 1 ? "s" : "", settings.warmup,
+                *std::min_element(ms.begin(), ms.end()), mean, percentile(ms, 50), percentile(ms, 90),
+                percentile(ms, 95), percentile(ms, 99), *std::max_element(ms.begin(), ms.end()),
+                runs_per_s * static_cast<double>(r.items_per_run), runs_per_s,
+                static_cast<long long>(r.items_per_run), r.wall_s);
+  return text;
+}
+
+std::string summary_json(const BenchResult& r, const BenchSettings& settings, const RunDescription& run,
+                         const ember::Session& session) {
+  using nlohmann::json;
+  const std::vector<double>& ms = r.latencies_ms;
+  const double runs_per_s = static_cast<double>(ms.size()) / r.wall_s;
+  json inputs = json::array();
+  for (const auto& [name, t] : run.inputs)
+    inputs.push_back({{"name", name}, {"dtype", ember::dtype_name(t.dtype())}, {"shape", t.shape()}});
+  const ember::MemoryReport memory = session.memory_report();
+  json by_purpose = json::object();
+  for (const auto& e : memory.entries) by_purpose[e.device + " " + e.purpose] = e.bytes;
+  json out = {
+      {"schema", "ember.infer.summary/1"},
+      {"model", run.model},
+      {"device", run.device},
+      {"precision", run.precision},
+      {"threads", run.threads},
+      {"concurrency", std::max(settings.concurrency, 1)},
+      {"batch", r.items_per_run},
+      {"inputs", inputs},
+      {"random_inputs", run.random_inputs},
+      {"warmup", settings.warmup},
+      {"runs", ms.size()},
+      {"wall_s", r.wall_s},
+      {"throughput", {{"items_per_s", runs_per_s * static_cast<double>(r.items_per_run)}, {"runs_per_s", runs_per_s}}},
+      {"latency_ms",
+       {{"min", *std::min_element(ms.begin(), ms.end())},
+        {"mean", std::accumulate(ms.begin(), ms.end(), 0.0) / static_cast<double>(ms.size())},
+        {"p50", percentile(ms, 50)},
+        {"p90", percentile(ms, 90)},
+        {"p95", percentile(ms, 95)},
+        {"p99", percentile(ms, 99)},
+        {"max", *std::max_element(ms.begin(), ms.end())}}},
+      {"memory",
+       {{"process_peak_resident_bytes", peak_resident_bytes()},
+        {"session_bytes", memory.total()},
+        {"session_by_purpose", by_purpose}}},
+  };
+  return out.dump(2) + "\n";
+}
+
+}  // namespace infer

@@ -1,0 +1,47 @@
+// infer's benchmark: timed runs of one Session, from one thread or several at once,
+// for a number of runs or a length of time; latency percentiles, throughput, memory,
+// and the summary as JSON (README, "Benchmarking with infer", states the schema).
+#pragma once
+
+#include <ember/ember.h>
+
+#include <string>
+#include <vector>
+
+namespace infer {
+
+struct BenchSettings {
+  int warmup = 3;           // untimed runs per thread first
+  int repeat = 0;           // timed runs in all (0: as many as `duration_s` allows)
+  double duration_s = 0;    // run for this long (0: until `repeat` runs)
+  int concurrency = 1;      // threads sharing the session
+  double timeout_ms = 0;    // a run past this raises (0: none)
+  ember::Profile* profile = nullptr;  // per-node times (one thread only)
+};
+
+struct BenchResult {
+  std::vector<double> latencies_ms;  // one per timed run, in no particular order
+  double wall_s = 0;                 // from the first timed run's start to the last's end
+  int64_t items_per_run = 1;         // the batch: the first input's first dim
+};
+
+// Runs the benchmark. Raises ember::Error as a run would.
+BenchResult benchmark(ember::Session& session, const std::vector<ember::Tensor>& inputs, const BenchSettings& settings);
+
+// Nearest-rank percentile of `values` (p in (0, 100]).
+double percentile(std::vector<double> values, double p);
+
+// The latency and throughput lines infer prints.
+std::string describe(const BenchResult& result, const BenchSettings& settings);
+
+// Everything a script needs to compare runs, as one JSON object.
+struct RunDescription {
+  std::string model, device, precision;
+  int threads = 0;
+  std::vector<std::pair<std::string, ember::Tensor>> inputs;  // name and tensor (dtype, shape)
+  bool random_inputs = false;
+};
+std::string summary_json(const BenchResult& result, const BenchSettings& settings, const RunDescription& run,
+                         const ember::Session& session);
+
+}  // namespace infer
