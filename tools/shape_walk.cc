@@ -7,11 +7,13 @@
 //   shape_walk MODEL DIM FIRST LAST [STEP] [--threads N] [--max-plans N] [--rounds R]
 //              [--input NAME=FILE.npy]...
 //
-// Every other symbolic dimension is 1. Float inputs are random normal; integer inputs
-// are 0 or 1 (valid token ids, masks and type ids for the models in models/). An input
+// Every other symbolic dimension is 1. Inputs are random as infer makes them
+// (tools/infer_inputs.h: token ids below their vocabulary, masks 0 or 1). An input
 // given by --input is that file's tensor at every step (a model whose inputs need real
 // values, such as a sample rate).
 #include <ember/ember.h>
+
+#include "tools/infer_inputs.h"
 
 #include <chrono>
 #include <cstdio>
@@ -30,25 +32,6 @@ double resident_mib() {
   size_t pages = 0, resident = 0;
   statm >> pages >> resident;
   return static_cast<double>(resident) * 4096.0 / (1 << 20);
-}
-
-ember::Tensor random_input(const ember::ValueDesc& desc, const std::string& dim, int64_t value,
-                           std::mt19937& rng) {
-  ember::Shape shape;
-  for (const std::string& d : desc.dims) {
-    const bool known = !d.empty() && std::isdigit(static_cast<unsigned char>(d[0]));
-    shape.push_back(known ? std::stoll(d) : d == dim ? value : 1);
-  }
-  ember::Tensor t(desc.dtype, shape);
-  if (desc.dtype == ember::DType::Float32) {
-    std::normal_distribution<float> normal;
-    for (int64_t i = 0; i < t.numel(); ++i) t.data_as<float>()[i] = normal(rng);
-  } else if (desc.dtype == ember::DType::Int64) {
-    for (int64_t i = 0; i < t.numel(); ++i) t.data_as<int64_t>()[i] = static_cast<int64_t>(rng() % 2);
-  } else {
-    std::memset(t.data(), 0, t.nbytes());
-  }
-  return t;
 }
 
 double run_ms(ember::Session& session, const std::vector<ember::Tensor>& inputs) {
@@ -103,8 +86,12 @@ int main(int argc, char** argv) {
     for (int round = 0; round < rounds; ++round) {
       for (int64_t v = first; v <= last; v += step) {
         std::vector<ember::Tensor> inputs;
+        infer::ShapeChoices choices;
+        choices.dims[dim] = v;
+        std::vector<std::string> defaulted;  // every other symbolic dim: 1
         for (const ember::ValueDesc& d : session.inputs())
-          inputs.push_back(fixed.count(d.name) ? fixed.at(d.name) : random_input(d, dim, v, rng));
+          inputs.push_back(fixed.count(d.name) ? fixed.at(d.name)
+                                               : infer::random_input(d, infer::shape_for(d, choices, 0, &defaulted), rng));
         const double first_ms = run_ms(session, inputs);
         double steady_ms = run_ms(session, inputs);
         steady_ms = std::min(steady_ms, run_ms(session, inputs));
