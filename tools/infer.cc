@@ -19,6 +19,7 @@
 #include <numeric>
 #include <random>
 #include <sstream>
+#include <unistd.h>
 
 namespace {
 
@@ -263,7 +264,14 @@ int run(const Options& opt) {
   so.precision = opt.precision;
   so.cuda_graph = opt.cuda_graph;
   so.log_level = parse_log_level(opt.log_level);
+  // Where a person watches stderr, a line says what the slow steps are doing.
+  const bool watched = isatty(STDERR_FILENO) != 0;
+  auto status = [&](const std::string& text) {
+    if (watched) std::fprintf(stderr, "\r\033[K%s", text.c_str());
+  };
+  status("loading " + opt.model + " ...");
   ember::Session session(opt.model, so);
+  status("");
   if (opt.info) {
     print_info(session);
     return 0;
@@ -285,7 +293,9 @@ int run(const Options& opt) {
   {
     std::vector<std::pair<std::string, ember::Tensor>> named;
     for (size_t i = 0; i < inputs.size(); ++i) named.emplace_back(session.inputs()[i].name, inputs[i]);
+    status("planning and running once ...");
     first = session.run(named, run_options);
+    status("");
   }
   if (bench) {
     infer::BenchSettings settings;
@@ -295,7 +305,15 @@ int run(const Options& opt) {
     settings.concurrency = opt.concurrency;
     settings.timeout_ms = opt.timeout_ms;
     settings.profile = opt.profile ? &profile : nullptr;
+    if (watched)
+      settings.progress = [&](int64_t runs, double seconds) {
+        std::fprintf(stderr, "\r\033[Kbenchmarking: %lld runs in %.1f s", static_cast<long long>(runs), seconds);
+        if (opt.duration_s > 0) std::fprintf(stderr, " of %.1f", opt.duration_s);
+        if (opt.repeat > 0) std::fprintf(stderr, " (of %d runs)", opt.repeat);
+        std::fflush(stderr);
+      };
     const infer::BenchResult result = infer::benchmark(session, inputs, settings);
+    status("");
     std::cout << infer::describe(result, settings);
     if (!opt.summary_json.empty()) {
       infer::RunDescription run{opt.model, opt.device, opt.precision, opt.threads, {}, random};

@@ -31,7 +31,7 @@ ember::RunOptions run_options(const BenchSettings& settings) {
 // `claim` says whether one more timed run may start.
 template <class Claim>
 void run_thread(ember::Session& session, const std::vector<ember::Tensor>& inputs, const BenchSettings& settings,
-                Claim&& claim, std::vector<double>& latencies) {
+                Claim&& claim, std::vector<double>& latencies, std::atomic<int64_t>& finished) {
   std::vector<ember::Tensor> outputs = session.make_outputs(inputs);
   for (int i = 0; i < settings.warmup; ++i) session.run(inputs, outputs, run_options(settings));
   while (claim()) {
@@ -40,6 +40,7 @@ void run_thread(ember::Session& session, const std::vector<ember::Tensor>& input
     const auto start = Clock::now();
     session.run(inputs, outputs, o);
     latencies.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+    ++finished;
   }
 }
 
@@ -66,7 +67,8 @@ BenchResult benchmark(ember::Session& session, const std::vector<ember::Tensor>&
   const int threads = std::max(settings.concurrency, 1);
   std::atomic<int64_t> started{0};
   std::atomic<int> warmed{0};
-  Clock::time_point begin, end_by;
+  Clock::time_point begin, end_by;  // written once, before `timing` is set
+  std::atomic<bool> timing{false};
   std::once_flag timing_starts;
   // Timing starts once every thread has warmed up, so the first timed runs do not
   // share the cores with warm-up runs.
@@ -80,23 +82,37 @@ BenchResult benchmark(ember::Session& session, const std::vector<ember::Tensor>&
       end_by = settings.duration_s > 0 ? begin + std::chrono::duration_cast<Clock::duration>(
                                                      std::chrono::duration<double>(settings.duration_s))
                                        : Clock::time_point::max();
+      timing = true;
     });
     if (settings.repeat > 0 && started.fetch_add(1) >= settings.repeat) return false;
     return Clock::now() < end_by;
   };
   std::vector<std::vector<double>> latencies(threads);
   std::vector<std::exception_ptr> errors(threads);
+  std::atomic<int64_t> finished{0};
+  std::atomic<bool> all_done{false};
+  std::thread reporter;
+  if (settings.progress)
+    reporter = std::thread([&] {
+      while (!all_done.load()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(250));
+        if (timing.load() && !all_done.load())
+          settings.progress(finished.load(), std::chrono::duration<double>(Clock::now() - begin).count());
+      }
+    });
   std::vector<std::thread> pool;
   for (int k = 0; k < threads; ++k)
     pool.emplace_back([&, k] {
       try {
-        run_thread(session, inputs, settings, claim, latencies[k]);
+        run_thread(session, inputs, settings, claim, latencies[k], finished);
       } catch (...) {
         errors[k] = std::current_exception();
         warmed += threads;  // the others must not wait for this one
       }
     });
   for (std::thread& t : pool) t.join();
+  all_done = true;
+  if (reporter.joinable()) reporter.join();
   for (const std::exception_ptr& e : errors)
     if (e) std::rethrow_exception(e);
   result.wall_s = std::chrono::duration<double>(Clock::now() - begin).count();

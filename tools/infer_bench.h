@@ -5,6 +5,7 @@
 
 #include <ember/ember.h>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,9 @@ struct BenchSettings {
   int concurrency = 1;      // threads sharing the session
   double timeout_ms = 0;    // a run past this raises (0: none)
   ember::Profile* profile = nullptr;  // per-node times (one thread only)
+  // Called about four times a second while timed runs go on, with the runs finished and
+  // the seconds since timing began (a progress line).
+  std::function<void(int64_t runs, double seconds)> progress;
 };
 
 struct BenchResult {
