@@ -17,6 +17,7 @@
 #include "ops/registry.h"
 #include "ops/run_stop.h"
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #ifdef __GLIBC__
@@ -58,6 +59,9 @@ struct Session::Impl {
   void warn_if_mostly_on_host(const Plan& plan) const;
   void give_back_packed_originals(const Plan& plan);
   bool originals_checked = false;
+  // Bytes of the host weights that still hold their data, for memory_report(): it may
+  // run beside the first plan, which gives originals back (rewrites graph.initializers).
+  std::atomic<size_t> host_weight_bytes{0};
   void optimize();
   void log_plan(const Plan& plan, double milliseconds) const;
   // Session::run, past the checks of its arguments, stopping as `stop` says.
@@ -258,6 +262,7 @@ void Session::Impl::give_back_packed_originals(const Plan& plan) {
         weights.packed().forms_of(weight).empty())
       continue;
     const void* bytes = weight.data();
+    host_weight_bytes.fetch_sub(weight.nbytes(), std::memory_order_relaxed);
     weight = Tensor::view(weight.dtype(), weight.shape(), nullptr);
     // A fused node's decomposition holds its own copy of the weight, sharing the bytes.
     for (const Node& node : graph.nodes)
@@ -403,6 +408,8 @@ std::unique_ptr<Session::Impl> Session::Impl::make(const SessionOptions& options
   if (options.precision == "fp16") impl->convert_to_half();
   bind_attributes(impl->graph);  // after every pass: each kernel reads the final nodes
   impl->upload_weights();
+  for (const auto& [name, weight] : impl->graph.initializers)
+    if (weight.data()) impl->host_weight_bytes += weight.nbytes();
   for (const auto& v : impl->graph.inputs) {
     impl->input_descs.push_back(describe(v));
     if (auto it = index_bounds.find(v.name); it != index_bounds.end()) impl->input_descs.back().index_bound = it->second;
@@ -580,10 +587,8 @@ void add_bytes(MemoryReport& report, const std::string& device, const std::strin
 
 MemoryReport Session::memory_report() const {
   MemoryReport report;
-  size_t host_weights = 0;
-  for (const auto& [name, weight] : impl_->graph.initializers)
-    if (weight.data()) host_weights += weight.nbytes();  // not those given back once packed
-  add_bytes(report, "cpu", "weights", host_weights);
+  // Not those given back once packed.
+  add_bytes(report, "cpu", "weights", impl_->host_weight_bytes.load(std::memory_order_relaxed));
   add_bytes(report, "cpu", "packed weights", impl_->weights.packed().bytes());
   for (const Backend* b : impl_->backends) {
     const MemoryUse use = b->memory_use();

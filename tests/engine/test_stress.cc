@@ -152,5 +152,99 @@ TEST(SessionStress, SixteenThreadsOnTwoSessionsWithShiftingShapesCancelsAndDeadl
   }
 }
 
+// The rest of what a service calls on a shared session while runs go on: explain,
+// make_outputs, the memory reports, profiled runs, runs into the caller's outputs, a
+// log sink at Debug (every new plan logs), with two intra-op threads per run (the
+// kernels' parallel regions and oneDNN's primitives run from several runs at once);
+// and a Loop planned ahead (sub-plan state per run) and one run eagerly (eager tail).
+TEST(SessionStress, ExplainsReportsAndProfiledRunsBesideRunsOnTwoIntraOpThreads) {
+  std::atomic<int64_t> lines{0};
+  const LogSink sink = [&](LogLevel, std::string_view) { ++lines; };
+  Session lstm = Session::from_bytes(test::as_bytes(test::lstm_model(8, 16)),
+                                     {.num_threads = 2, .log_level = LogLevel::Debug, .log_sink = sink,
+                                      .plan_cache_max_plans = 3});
+  Session cnn(kCnn, {.num_threads = 2, .log_level = LogLevel::Debug, .log_sink = sink, .plan_cache_max_plans = 2});
+  Session planned_loop = Session::from_bytes(test::as_bytes(test::loop_model(true)),
+                                             {.num_threads = 2, .log_level = LogLevel::Debug, .log_sink = sink});
+  Session eager_loop = Session::from_bytes(test::as_bytes(test::loop_model(false)),
+                                           {.num_threads = 2, .log_level = LogLevel::Debug, .log_sink = sink});
+
+  std::vector<Case> cases;
+  uint32_t seed = 500;
+  for (int64_t seq : {1, 9, 40})
+    for (int64_t batch : {1, 3}) {
+      Case c{&lstm, {{"X", test::random_float_tensor({seq, batch, 8}, seed++)}}, {}, ""};
+      c.name = "lstm seq " + std::to_string(seq) + " batch " + std::to_string(batch);
+      cases.push_back(std::move(c));
+    }
+  for (int64_t batch : {1, 2, 3}) {
+    Case c{&cnn, {{cnn.inputs()[0].name, test::random_float_tensor({batch, 3, 32, 32}, seed++)}}, {}, ""};
+    c.name = "cnn batch " + std::to_string(batch);
+    cases.push_back(std::move(c));
+  }
+  for (int64_t trips : {3, 17}) {
+    const Tensor a0 = test::random_float_tensor({8}, seed++);
+    cases.push_back({&planned_loop, {{"a0", a0}, {"steps", Tensor(DType::Float32, {trips})}}, {},
+                     "planned loop of " + std::to_string(trips)});
+    cases.push_back({&eager_loop, {{"a0", a0}, {"m", test::int64_scalar(trips)}}, {},
+                     "eager loop of " + std::to_string(trips)});
+  }
+  for (Case& c : cases) c.want = c.session->run(c.inputs);
+
+  Tally tally;
+  std::atomic<int64_t> explained{0}, profiled{0}, reported{0};
+  const auto end = Clock::now() + std::chrono::duration<double>(stress_seconds());
+  auto same = [&](const Case& c, const std::vector<Tensor>& got, const char* how) {
+    for (size_t i = 0; i < got.size(); ++i)
+      if (!same_bits(got[i], c.want[i])) return tally.fail(c.name + ": " + how + " output " + std::to_string(i) + " differs");
+    ++tally.ok;
+  };
+  std::vector<std::thread> workers;
+  for (int t = 0; t < 6; ++t)
+    workers.emplace_back([&, t] {
+      std::mt19937 rng(2000 + t);
+      while (Clock::now() < end) {
+        const Case& c = cases[std::uniform_int_distribution<size_t>(0, cases.size() - 1)(rng)];
+        std::vector<Tensor> x;  // the inputs in graph order
+        for (const auto& [name, t] : c.inputs) x.push_back(t);
+        const int roll = std::uniform_int_distribution<int>(0, 99)(rng);
+        try {
+          if (roll < 40) {
+            same(c, c.session->run(c.inputs), "a run's");
+          } else if (roll < 60) {
+            std::vector<Tensor> out = c.session->make_outputs(x);
+            c.session->run(x, out);
+            same(c, out, "a run into the caller's outputs:");
+          } else if (roll < 75) {
+            Profile profile;
+            RunOptions options;
+            options.profile = &profile;
+            same(c, c.session->run(c.inputs, options), "a profiled run's");
+            if (profile.timings.empty() || profile.runs != 1) tally.fail(c.name + ": a profiled run timed nothing");
+            ++profiled;
+          } else if (roll < 85) {
+            if (c.session->explain(x).empty()) tally.fail(c.name + ": an empty explanation");
+            ++explained;
+          } else {
+            const MemoryReport report = c.session->memory_report();
+            if (report.plans == 0 || c.session->memory().empty()) tally.fail(c.name + ": an empty memory report");
+            ++reported;
+          }
+        } catch (const std::exception& e) {
+          tally.fail(c.name + ": " + e.what());
+        }
+      }
+    });
+  for (auto& w : workers) w.join();
+
+  for (const std::string& m : tally.messages) ADD_FAILURE() << m;
+  EXPECT_EQ(tally.failures, 0);
+  EXPECT_GT(tally.ok, 0);
+  EXPECT_GT(lines, 0) << "no plan was logged: the sink was not exercised";
+  std::cout << "[ stress ] " << stress_seconds() << " s: " << tally.ok << " runs right (" << profiled
+            << " profiled), " << explained << " explained, " << reported << " memory reports, " << lines
+            << " log lines\n";
+}
+
 }  // namespace
 }  // namespace ember
