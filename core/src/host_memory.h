@@ -17,7 +17,7 @@ void release_host_block(void* p, size_t bytes);
 
 // Bytes malloc has handed out for anything but the blocks above (kernels, descriptors,
 // the code oneDNN generates, ...): what making a plan adds to it is what its kernels
-// hold. 0 where the C library cannot say (not glibc).
+// hold. 0 where the allocator cannot say (not glibc's; a sanitizer's).
 size_t heap_bytes_besides_blocks();
 
 }  // namespace ember
