@@ -62,7 +62,7 @@ def summarize(ms, batch):
     return {"repeat": len(ms),
             "latency_ms": {"mean": mean, "p50": percentile(ms, 50), "p90": percentile(ms, 90),
                            "p99": percentile(ms, 99), "min": min(ms)},
-            "throughput_per_s": batch * 1000.0 / mean}
+            "throughput": {"items_per_s": batch * 1000.0 / mean}}
 
 
 def time_ort(path, inputs, threads, repeat):
@@ -177,12 +177,12 @@ def bench_case(args, label, path, inputs, case_dir):
                                            os.path.join(case_dir, f"summary_{precision}.json"))
         head = f"| {label} | {batch} | {precision} |"
         if ember_summary is None:
-            rows.append(f"{head} failed | {format_ms(ort_p50)} | - | - | {ort_summary['throughput_per_s']:.1f} | {repeat} |")
+            rows.append(f"{head} failed | {format_ms(ort_p50)} | - | - | {ort_summary['throughput']['items_per_s']:.1f} | {repeat} |")
             errors.append(f"{label} batch {batch} {precision}: {stderr}")
             continue
         ember_p50 = ember_summary["latency_ms"]["p50"]
         rows.append(f"{head} {format_ms(ember_p50)} | {format_ms(ort_p50)} | {ort_p50 / ember_p50:.2f} | "
-                    f"{ember_summary['throughput_per_s']:.1f} | {ort_summary['throughput_per_s']:.1f} | {repeat} |")
+                    f"{ember_summary['throughput']['items_per_s']:.1f} | {ort_summary['throughput']['items_per_s']:.1f} | {repeat} |")
     return rows, errors
 
 
