@@ -204,16 +204,27 @@ ember::RunOptions run_options_for(const Options& opt) {
 }
 
 // What the session holds per device: on a GPU, weights plus run arenas, at peak.
+// Then what the session holds by purpose, and the process beside it.
 void print_memory(const ember::Session& session) {
+  auto mib = [](size_t b) { return static_cast<double>(b) / 1048576.0; };
   for (const auto& m : session.memory()) {
-    auto mib = [](size_t b) { return b / 1048576.0; };
     if (m.device == "cpu")
-      std::printf("peak memory on cpu: %.2f MiB of run arenas (weights stay in the loaded model)\n",
-                  mib(m.peak_bytes));
+      std::printf("peak memory on cpu: %.2f MiB of run arenas\n", mib(m.peak_bytes));
     else
       std::printf("peak device memory on %s: %.2f MiB (weights %.2f MiB, now in use %.2f MiB)\n",
                   m.device.c_str(), mib(m.peak_bytes), mib(m.weight_bytes), mib(m.in_use_bytes));
   }
+  const ember::MemoryReport report = session.memory_report();
+  std::string parts;
+  for (const auto& e : report.entries)
+    if (e.bytes > 0) {
+      char part[128];
+      std::snprintf(part, sizeof part, "%s%s %s %.1f", parts.empty() ? "" : ", ", e.device.c_str(), e.purpose.c_str(),
+                    mib(e.bytes));
+      parts += part;
+    }
+  std::printf("session holds %.1f MiB (%s); process resident %.1f MiB\n", mib(report.total()), parts.c_str(),
+              mib(report.process_resident_bytes));
 }
 
 // --info: what the model says about itself, and its inputs and outputs.

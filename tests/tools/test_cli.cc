@@ -335,6 +335,8 @@ TEST_F(Cli, RepeatProfileAndExplainReport) {
   EXPECT_NE(r.out.find("peak arena on cpu"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("nodes per device: cpu 1 (of 1)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("peak memory on cpu"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("session holds "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("process resident "), std::string::npos) << r.out;
   EXPECT_NE(slurp(trace).find("\"traceEvents\""), std::string::npos);
   EXPECT_NE(slurp(summary).find("\"p99\""), std::string::npos);
 }
