@@ -18,6 +18,7 @@ std::vector<TensorType> infer_reshape(const InferContext& ctx) {
   const bool allow_zero = ctx.opset >= 14 && ctx.node.attributes.get_int_or("allowzero", 0);
   Shape out(target.size());
   int64_t known = 1, infer_at = -1;
+  bool zero = false, overflow = false;  // a huge target overflowed the product (fuzzer, UBSan)
   for (size_t i = 0; i < target.size(); ++i) {
     if (target[i] == -1) {
       if (infer_at >= 0) ctx.fail("the target shape has more than one -1");
@@ -31,8 +32,13 @@ std::vector<TensorType> infer_reshape(const InferContext& ctx) {
     } else {
       out[i] = target[i];
     }
-    known *= out[i];
+    if (out[i] == 0) zero = true;
+    else if (!overflow) overflow = __builtin_mul_overflow(known, out[i], &known);
   }
+  if (zero) known = 0;
+  else if (overflow)
+    ctx.fail("cannot reshape " + shape_to_string(in.shape) + " to " + shape_to_string(target) +
+             ": the target's size overflows int64");
   const int64_t numel = shape_numel(in.shape);
   if (infer_at >= 0) {
     if (known == 0 || numel % known)
