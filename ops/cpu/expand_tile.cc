@@ -11,7 +11,7 @@ namespace {
 // An empty output: no tables at all. Its other dims may be huge (a Tile by [2^41, 0]),
 // and the tables are as long as the dims (fuzzing: a 16 TiB table, ASan out of memory).
 std::unique_ptr<Kernel> nothing_to_copy(size_t elem) {
-  return std::make_unique<IndexCopyKernel>(IndexCopy({std::vector<int64_t>{}}, elem));
+  return std::make_unique<IndexCopyKernel>(IndexCopy::nothing(elem));
 }
 
 std::unique_ptr<Kernel> make_expand(KernelInit& init, std::string* why_not) {
