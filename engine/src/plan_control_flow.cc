@@ -148,6 +148,9 @@ bool PlanBuilder::plan_branches(const Node& node) {
   step.inputs.push_back(on_device(lookup(node.inputs[0]), Device{}));
   for (int id : run_time) step.inputs.push_back(on_device(id, Device{}));
   const Plan& taken = kernel->planned_branch();
+  if (taken.output_values.size() < node.outputs.size())  // fuzzing: read past the branch's outputs (UBSan)
+    throw Error(node.label() + ": has " + std::to_string(node.outputs.size()) + " outputs but its branch yields " +
+                std::to_string(taken.output_values.size()));
   for (size_t i = 0; i < node.outputs.size(); ++i) {  // an unused output still gets bytes to be written to
     const std::string& name = node.outputs[i];
     const int id = new_value(name.empty() ? step.node_name + "/unused" + std::to_string(i) : name,
