@@ -5,10 +5,53 @@
 
 #include <ember/core/error.h>
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
+#include <limits>
 #include <memory>
 
 namespace ember {
+
+namespace {
+
+uint64_t physical_memory_bytes() {
+  static const uint64_t bytes = [] {
+    const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+    return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page)
+                                 : std::numeric_limits<uint64_t>::max();
+  }();
+  return bytes;
+}
+
+// An output no allocation could hold (its size overflows, or exceeds this machine's
+// memory) is refused here, naming the node, before a kernel sizes tables with its dims
+// or the allocator fails (fuzzing found a Tile with repeats of 2^32 + 2 whose kernel
+// asked for a 32 GiB index table).
+void check_output_sizes(const Node& node, const std::vector<TensorType>& outputs) {
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const TensorType& t = outputs[i];
+    if (!t.present()) continue;
+    const auto what = [&] {
+      return node.label() + ": output " + std::to_string(i) + " would be " + dtype_name(t.dtype) + " " +
+             shape_to_string(t.shape);
+    };
+    uint64_t bits = static_cast<uint64_t>(std::max(dtype_bits(t.dtype), 1));
+    bool overflow = false;
+    for (int64_t d : t.shape) {
+      if (d < 0) throw Error(what() + ", with a negative dimension");
+      overflow = overflow || __builtin_mul_overflow(bits, static_cast<uint64_t>(d), &bits);
+    }
+    const uint64_t limit = physical_memory_bytes();
+    if (overflow || bits / 8 > limit)
+      throw Error(what() + ", " + (overflow ? "too large to address" : std::to_string(bits / 8) + " bytes") +
+                  ", more than this machine's memory (" + std::to_string(limit) + " bytes)");
+  }
+}
+
+}  // namespace
 
 std::vector<TensorType> infer_node(const Node& node, int64_t opset,
                                    const std::vector<TensorType>& input_types,
@@ -27,6 +70,7 @@ std::vector<TensorType> infer_node(const Node& node, int64_t opset,
     throw Error(node.label() + ": " + msg);
   }
   out.resize(node.outputs.size());
+  check_output_sizes(node, out);
   return out;
 }
 

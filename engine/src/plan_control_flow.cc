@@ -15,6 +15,7 @@
 
 #include <ember/core/error.h>
 
+#include <algorithm>
 #include <set>
 
 namespace ember {
@@ -147,6 +148,9 @@ bool PlanBuilder::plan_branches(const Node& node) {
   step.inputs.push_back(on_device(lookup(node.inputs[0]), Device{}));
   for (int id : run_time) step.inputs.push_back(on_device(id, Device{}));
   const Plan& taken = kernel->planned_branch();
+  if (taken.output_values.size() < node.outputs.size())  // fuzzing: read past the branch's outputs (UBSan)
+    throw Error(node.label() + ": has " + std::to_string(node.outputs.size()) + " outputs but its branch yields " +
+                std::to_string(taken.output_values.size()));
   for (size_t i = 0; i < node.outputs.size(); ++i) {  // an unused output still gets bytes to be written to
     const std::string& name = node.outputs[i];
     const int id = new_value(name.empty() ? step.node_name + "/unused" + std::to_string(i) : name,
@@ -222,9 +226,9 @@ std::string PlanBuilder::loop_trips(const Node& node, LoopBody& loop, std::vecto
   if (!m) return "its trip count is known only at run time";
   if (m->dtype() != DType::Int64 || m->numel() != 1) throw Error(node.label() + ": the trip count must be one int64");
   if (cond >= 0 && !known_value(cond)) return "its condition input is known only at run time";
-  if (*m->data_as<int64_t>() < 0) return "its trip count is negative";
+  if (cond >= 0 && known_value(cond)->numel() != 1) throw Error(node.label() + ": the condition must hold one element");
   const bool runs = cond < 0 || *static_cast<const uint8_t*>(known_value(cond)->data()) != 0;
-  loop.trips = runs ? *m->data_as<int64_t>() : 0;
+  loop.trips = runs ? std::max<int64_t>(*m->data_as<int64_t>(), 0) : 0;  // a negative M runs none
   loop.counts_iterations = true;
   loop.skipped_outputs = 1;
   own.push_back({"", {DType::Int64, {}}});

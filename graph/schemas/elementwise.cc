@@ -48,6 +48,11 @@ bool is_legacy_arithmetic(const std::string& op) {
 // All present inputs have input 0's dtype; the output is their broadcast shape.
 std::vector<TensorType> infer_broadcast(const InferContext& ctx) {
   if (ctx.num_inputs() == 0) ctx.fail("needs at least one input");
+  // Only Max, Min, Sum and Mean are variadic; the binary ops' kernels read input 1
+  // (fuzzing found a one-input Sub read past its inputs).
+  const std::string& op = ctx.node.op_type;
+  if (op != "Max" && op != "Min" && op != "Sum" && op != "Mean" && ctx.num_inputs() != 2)
+    ctx.fail("needs two inputs, got " + std::to_string(ctx.num_inputs()));
   if (ctx.opset < 7 && is_legacy_arithmetic(ctx.node.op_type)) {
     if (ctx.num_inputs() != 2 || ctx.input(1).dtype != ctx.input(0).dtype)
       ctx.fail("needs two inputs of one dtype");

@@ -129,7 +129,9 @@ std::vector<TensorType> infer_tile(const InferContext& ctx) {
   Shape out = in.shape;
   for (size_t i = 0; i < out.size(); ++i) {
     if (repeats[i] < 0) ctx.fail("repeats must not be negative");
-    out[i] *= repeats[i];
+    if (__builtin_mul_overflow(out[i], repeats[i], &out[i]))  // fuzzing: UBSan
+      ctx.fail("dimension " + std::to_string(i) + " (" + std::to_string(in.shape[i]) + ") times its repeat " +
+               std::to_string(repeats[i]) + " overflows int64");
   }
   return {{in.dtype, out}};
 }
@@ -138,7 +140,10 @@ std::vector<TensorType> infer_pad(const InferContext& ctx) {
   const TensorType& in = ctx.input(0);
   const PadParams p = pad_params(ctx);
   Shape out = in.shape;
-  for (size_t i = 0; i < out.size(); ++i) out[i] += p.begin[i] + p.end[i];
+  for (size_t i = 0; i < out.size(); ++i)
+    if (__builtin_add_overflow(out[i], p.begin[i], &out[i]) || __builtin_add_overflow(out[i], p.end[i], &out[i]))
+      ctx.fail("dimension " + std::to_string(i) + " (" + std::to_string(in.shape[i]) + ") padded by " +
+               std::to_string(p.begin[i]) + " and " + std::to_string(p.end[i]) + " overflows int64");
   return {{in.dtype, out}};
 }
 

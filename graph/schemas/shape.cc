@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace ember {
 
@@ -17,6 +18,7 @@ std::vector<TensorType> infer_reshape(const InferContext& ctx) {
   const bool allow_zero = ctx.opset >= 14 && ctx.node.attributes.get_int_or("allowzero", 0);
   Shape out(target.size());
   int64_t known = 1, infer_at = -1;
+  bool zero = false, overflow = false;  // a huge target overflowed the product (fuzzer, UBSan)
   for (size_t i = 0; i < target.size(); ++i) {
     if (target[i] == -1) {
       if (infer_at >= 0) ctx.fail("the target shape has more than one -1");
@@ -30,8 +32,13 @@ std::vector<TensorType> infer_reshape(const InferContext& ctx) {
     } else {
       out[i] = target[i];
     }
-    known *= out[i];
+    if (out[i] == 0) zero = true;
+    else if (!overflow) overflow = __builtin_mul_overflow(known, out[i], &known);
   }
+  if (zero) known = 0;
+  else if (overflow)
+    ctx.fail("cannot reshape " + shape_to_string(in.shape) + " to " + shape_to_string(target) +
+             ": the target's size overflows int64");
   const int64_t numel = shape_numel(in.shape);
   if (infer_at >= 0) {
     if (known == 0 || numel % known)
@@ -129,15 +136,28 @@ std::vector<TensorType> infer_range(const InferContext& ctx) {
     const double limit = read_floats(ctx.value(1), ctx, "limit")[0];
     const double delta = read_floats(ctx.value(2), ctx, "delta")[0];
     if (delta == 0) ctx.fail("delta must not be 0");
-    n = static_cast<int64_t>(std::max(std::ceil((limit - start) / delta), 0.0));
+    // A NaN or infinite bound has no element count (fuzzing found a NaN start reaching
+    // the conversion to int64, undefined behaviour); nor has one past int64.
+    const double count = std::max(std::ceil((limit - start) / delta), 0.0);
+    if (!std::isfinite(start) || !std::isfinite(limit) || !std::isfinite(delta) || !(count < 0x1p63))
+      ctx.fail("start " + std::to_string(start) + ", limit " + std::to_string(limit) + " and delta " +
+               std::to_string(delta) + " must be finite and span fewer than 2^63 elements");
+    n = static_cast<int64_t>(count);
   } else {
     const int64_t start = read_ints(ctx.value(0), ctx, "start")[0];
     const int64_t limit = read_ints(ctx.value(1), ctx, "limit")[0];
     const int64_t delta = read_ints(ctx.value(2), ctx, "delta")[0];
     if (delta == 0) ctx.fail("delta must not be 0");
-    const int64_t span = limit - start;
-    if ((span > 0) == (delta > 0) && span != 0)
-      n = (std::abs(span) + std::abs(delta) - 1) / std::abs(delta);
+    // In 128 bits: limit - start and |delta| may not fit in int64.
+    const __int128 span = static_cast<__int128>(limit) - start, step = delta;
+    if ((span > 0) == (step > 0) && span != 0) {
+      const __int128 abs_span = span < 0 ? -span : span, abs_step = step < 0 ? -step : step;
+      const __int128 count = (abs_span + abs_step - 1) / abs_step;
+      if (count > std::numeric_limits<int64_t>::max())
+        ctx.fail("start " + std::to_string(start) + " to limit " + std::to_string(limit) +
+                 " spans 2^63 elements or more");
+      n = static_cast<int64_t>(count);
+    }
   }
   return {{dtype, {n}}};
 }

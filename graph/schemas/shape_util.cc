@@ -297,7 +297,11 @@ ResizeParams resize_params(const InferContext& ctx) {
     for (size_t i = 0; i < n; ++i) {
       if (!(scales[i] > 0)) ctx.fail("scales must be positive");
       p.scales[axes[i]] = scales[i];
-      p.out[axes[i]] = static_cast<int64_t>(std::floor(in[axes[i]] * scales[i]));
+      const double out = std::floor(in[axes[i]] * scales[i]);
+      if (!(out < 0x1p63))  // an infinite or huge scale: no int64 dimension (UB to convert)
+        ctx.fail("scale " + std::to_string(scales[i]) + " of dimension " + std::to_string(axes[i]) + " (" +
+                 std::to_string(in[axes[i]]) + ") gives a size past int64");
+      p.out[axes[i]] = static_cast<int64_t>(out);
       p.out_lengths[axes[i]] = in[axes[i]] * scales[i];
     }
     return p;

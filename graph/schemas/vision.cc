@@ -88,11 +88,33 @@ std::vector<TensorType> infer_attention(const InferContext& ctx) {
     ctx.fail("q heads (" + std::to_string(q_heads) + ") must be a multiple of kv heads (" +
              std::to_string(kv_heads) + ")");
   const int64_t head = rank == 4 ? k[3] : k[2] / kv_heads;
+  // The kernels index K, V and the caches with the sizes read from Q and K (fuzzing
+  // found a Q head of 8 against a K head of 2 read past K), so they must agree.
+  const int64_t q_head = rank == 4 ? q.shape[3] : q.shape[2] / q_heads;
+  const int64_t v_heads = rank == 4 ? v[1] : kv_heads, v_seq = rank == 4 ? v[2] : v[1];
+  if (k[0] != batch || v[0] != batch || q_head != head || v_heads != kv_heads || v_seq != kv_seq)
+    ctx.fail("Q " + dims(q.shape) + ", K " + dims(k) + " and V " + dims(v) +
+             " disagree on batch, heads, head size or KV length");
+  for (size_t i : {1, 2, 4, 5})
+    if (ctx.has_input(i) && ctx.input(i).dtype != q.dtype)
+      ctx.fail("K, V, past_key and past_value must have Q's dtype " + std::string(dtype_name(q.dtype)) +
+               ", input " + std::to_string(i) + " is " + dtype_name(ctx.input(i).dtype));
+  if (ctx.has_input(3) && ctx.input(3).dtype != DType::Bool && ctx.input(3).dtype != q.dtype)
+    ctx.fail("attn_mask must be bool or Q's dtype " + std::string(dtype_name(q.dtype)) + ", got " +
+             dtype_name(ctx.input(3).dtype));
   int64_t past = 0;
+  if (ctx.has_input(4) != ctx.has_input(5)) ctx.fail("past_key and past_value must be given together");
   if (ctx.has_input(4)) {
     require_rank(ctx, 4, 4, "past_key");
+    require_rank(ctx, 5, 4, "past_value");
     past = ctx.input(4).shape[2];
+    const Shape want_k = {batch, kv_heads, past, head}, want_v = {batch, kv_heads, past, v_head};
+    if (ctx.input(4).shape != want_k || ctx.input(5).shape != want_v)
+      ctx.fail("past_key " + dims(ctx.input(4).shape) + " and past_value " + dims(ctx.input(5).shape) +
+               " must be " + dims(want_k) + " and " + dims(want_v));
   }
+  if (ctx.has_input(6) && ctx.input(6).shape != Shape{batch})
+    ctx.fail("nonpad_kv_seqlen must be [" + std::to_string(batch) + "], got " + dims(ctx.input(6).shape));
   const int64_t total = past + kv_seq;
   const Shape y = rank == 4 ? Shape{batch, q_heads, seq, v_head} : Shape{batch, seq, q_heads * v_head};
   return {{q.dtype, y},

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 namespace ember {
 
@@ -48,13 +49,25 @@ class ClipKernel final : public Kernel {
       if (args.inputs.size() > 1 && args.inputs[1]) op.lo = C(args.inputs[1]->data_as<T>()[0]);
       if (args.inputs.size() > 2 && args.inputs[2]) op.hi = C(args.inputs[2]->data_as<T>()[0]);
     } else {
-      op = {C(attr_min_), C(attr_max_)};
+      op = {bound(attr_min_, op.lo), bound(attr_max_, op.hi)};
     }
     unary_map(args.inputs[0]->data_as<T>(), args.outputs[0]->data_as<T>(),
               args.outputs[0]->numel(), op);
   }
 
  private:
+  // A float attribute as a bound of C: saturated to C's range for integer types (the
+  // defaults are float's lowest and max; converting them to int8 was undefined
+  // behaviour, fuzzing: UBSan), NaN as no bound (`none`).
+  static C bound(float v, C none) {
+    if constexpr (std::is_integral_v<C>) {
+      if (std::isnan(v)) return none;
+      if (v <= static_cast<float>(std::numeric_limits<C>::lowest())) return std::numeric_limits<C>::lowest();
+      if (v >= static_cast<float>(std::numeric_limits<C>::max())) return std::numeric_limits<C>::max();
+    }
+    return C(v);
+  }
+
   bool from_inputs_;
   float attr_min_, attr_max_;
 };

@@ -7,6 +7,7 @@
 
 #include <ember/core/error.h>
 
+#include <algorithm>
 #include <cstring>
 
 namespace ember {
@@ -113,7 +114,11 @@ class LoopKernel final : public Kernel {
     const Graph& body = node_.attributes.get_graph("body");
     const Tensor* max_trips = args.inputs.size() > 0 ? args.inputs[0] : nullptr;
     const Tensor* cond_in = args.inputs.size() > 1 ? args.inputs[1] : nullptr;
-    const int64_t trips = max_trips ? *max_trips->data_as<int64_t>() : -1;
+    if (max_trips && (max_trips->dtype() != DType::Int64 || max_trips->numel() != 1))
+      throw Error(node_.label() + ": the trip count M must be one int64");
+    // M bounds the iterations: a negative M runs none (as the ONNX reference and ONNX
+    // Runtime do); only an absent M leaves the condition alone to end the loop.
+    const int64_t trips = max_trips ? std::max<int64_t>(*max_trips->data_as<int64_t>(), 0) : -1;
     bool cond = cond_in ? truth(*cond_in, node_) : true;
     std::vector<Tensor> carried;
     for (size_t i = 2; i < args.inputs.size(); ++i) carried.push_back(*args.inputs[i]);

@@ -8,6 +8,12 @@ namespace ember {
 
 namespace {
 
+// An empty output: no tables at all. Its other dims may be huge (a Tile by [2^41, 0]),
+// and the tables are as long as the dims (fuzzing: a 16 TiB table, ASan out of memory).
+std::unique_ptr<Kernel> nothing_to_copy(size_t elem) {
+  return std::make_unique<IndexCopyKernel>(IndexCopy::nothing(elem));
+}
+
 std::unique_ptr<Kernel> make_expand(KernelInit& init, std::string* why_not) {
   const size_t elem = movement_elem_size(init.inputs[0].dtype);
   if (!elem) {
@@ -16,6 +22,7 @@ std::unique_ptr<Kernel> make_expand(KernelInit& init, std::string* why_not) {
   }
   const Shape& in = init.inputs[0].shape;
   const Shape& out = init.outputs[0].shape;
+  if (shape_numel(out) == 0) return nothing_to_copy(elem);
   const auto strides = contiguous_strides(in);
   const size_t lead = out.size() - in.size();
   std::vector<std::vector<int64_t>> tables;
@@ -34,6 +41,7 @@ std::unique_ptr<Kernel> make_tile(KernelInit& init, std::string* why_not) {
   }
   const Shape& in = init.inputs[0].shape;
   const Shape& out = init.outputs[0].shape;
+  if (shape_numel(out) == 0) return nothing_to_copy(elem);
   const auto strides = contiguous_strides(in);
   std::vector<std::vector<int64_t>> tables;
   for (size_t d = 0; d < in.size(); ++d) {

@@ -24,6 +24,10 @@ class IndexCopy {
   // `fill` (one element's bytes), when given, replaces the fill value of the constructor.
   void run(const void* in, void* out, const void* fill = nullptr) const;
 
+  // A copy with nothing to do, for an empty output: its tables would be as long as its
+  // other dims, which may be huge ([2^40, 0]; fuzzing: ASan out of memory).
+  static IndexCopy nothing(size_t elem_size) { return IndexCopy({std::vector<int64_t>{}}, elem_size); }
+
   // Offsets start, start + stride, ...: n entries.
   static std::vector<int64_t> affine(int64_t n, int64_t start, int64_t stride);
 

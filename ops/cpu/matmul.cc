@@ -24,6 +24,10 @@ class DnnlMatMul {
              bool b_constant) {
     bias_md_ = bias_md;
     c_md_ = c_md;
+    // An empty product (M, N or a batch dim 0) has nothing to compute, and oneDNN's
+    // primitive descriptor divides by zero on it (fuzzing: SIGFPE on a Gemm of A [0, 3]).
+    empty_ = c_md.get_size() == 0;
+    if (empty_) return;
     const memory::desc a_computed = computed_as(a_md, init.dense_math);
     const memory::desc b_computed = computed_as(b_md, init.dense_math);
     DnnlThreadScope threads(init.num_threads);
@@ -46,6 +50,7 @@ class DnnlMatMul {
   size_t workspace_bytes() const { return workspace_bytes_; }
 
   void run(const void* a, const void* b, const void* bias, void* c, void* workspace) const {
+    if (empty_) return;
     char* ws = static_cast<char*>(workspace);
     if (to_a_) to_a_.run(a, ws + a_at_, ws), a = ws + a_at_;
     if (to_b_) to_b_.run(b, ws + b_at_, ws), b = ws + b_at_;
@@ -63,6 +68,7 @@ class DnnlMatMul {
   memory b_;
   DnnlReorder to_a_, to_b_;
   size_t a_at_ = 0, b_at_ = 0, workspace_bytes_ = 0;
+  bool empty_ = false;
 };
 
 bool float_inputs(const KernelInit& init, std::string* why_not) {
@@ -122,7 +128,8 @@ class MatMulKernel final : public Kernel {
     const int64_t k = a.dims.back(), n = b.dims.back();
     const bool a_row_major = a.strides == contiguous_strides(a.dims);
     if (b.dims.size() == 2 && a_row_major && perm_y.empty()) {
-      a = read_through({shape_numel(a.dims) / k, k}, {});
+      const int64_t rows = shape_numel(Shape(a.dims.begin(), a.dims.end() - 1));  // not numel / k: k may be 0
+      a = read_through({rows, k}, {});
     } else {
       const size_t rank = std::max(a.dims.size(), b.dims.size());
       pad_rank(a, rank);

@@ -205,8 +205,11 @@ inline void store_float(DType d, void* data, int64_t i, double v) {
   }
 }
 
-// x / scale rounded to nearest even, plus the zero point, clamped to [lo, hi].
+// x / scale rounded to nearest even, plus the zero point, clamped to [lo, hi]. NaN (a
+// zero or NaN scale) has no integer value: it quantizes to the zero point (std::clamp
+// would pass it through to a float-to-integer conversion, undefined behaviour).
 inline double quantize_integer(double q, double zero_point, double lo, double hi) {
+  if (std::isnan(q)) q = 0;
   return std::clamp(std::nearbyint(q) + zero_point, lo, hi);
 }
 

@@ -71,6 +71,7 @@ std::unique_ptr<Kernel> make_nearest(const KernelInit& init, const ResizeParams&
     return nullptr;
   }
   const Shape& in = init.inputs[0].shape;
+  if (shape_numel(p.out) == 0) return std::make_unique<IndexCopyKernel>(IndexCopy::nothing(elem));
   const auto strides = contiguous_strides(in);
   std::vector<std::vector<int64_t>> tables;
   for (size_t d = 0; d < in.size(); ++d) {

@@ -15,6 +15,7 @@ std::unique_ptr<Kernel> make_slice(KernelInit& init, std::string* why_not) {
     return nullptr;
   }
   const SliceParams p = slice_params(infer_context(init));
+  if (shape_numel(p.out) == 0) return std::make_unique<IndexCopyKernel>(IndexCopy::nothing(elem));
   const auto strides = contiguous_strides(init.inputs[0].shape);
   std::vector<std::vector<int64_t>> tables;
   for (size_t d = 0; d < p.out.size(); ++d)

@@ -86,6 +86,7 @@ std::unique_ptr<Kernel> make_transpose(KernelInit& init, std::string* why_not) {
     return nullptr;
   }
   const Shape& in = init.inputs[0].shape;
+  if (shape_numel(in) == 0) return std::make_unique<IndexCopyKernel>(IndexCopy::nothing(elem));
   const int64_t rank = static_cast<int64_t>(in.size());
   std::vector<int64_t> perm = init.node.attributes.get_ints_or("perm", {});
   if (perm.empty())
