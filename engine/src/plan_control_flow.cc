@@ -73,6 +73,7 @@ bool is_known_true(const Plan& plan, size_t i) {
 // branch it takes; otherwise both branches become sub-plans of one step, if they
 // plan completely and agree on their outputs. Returns false to run it eagerly.
 bool PlanBuilder::plan_if(const Node& node, int64_t opset) {
+  if (node.inputs.empty() || node.inputs[0].empty()) throw Error(node.label() + ": its condition input is missing");
   const int cond = lookup(node.inputs[0]);
   if (const Tensor* known = known_value(cond)) {
     if (known->numel() != 1) throw Error(node.label() + ": the condition must hold one element");
