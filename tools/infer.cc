@@ -193,15 +193,6 @@ void print_devices() {
                 g.compute_major, g.compute_minor);
 }
 
-// --timeout-ms as a run's deadline, from now.
-ember::RunOptions run_options_for(const Options& opt) {
-  ember::RunOptions o;
-  if (opt.timeout_ms > 0)
-    o.deadline = std::chrono::steady_clock::now() +
-                 std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                     std::chrono::duration<double, std::milli>(opt.timeout_ms));
-  return o;
-}
 
 // What the session holds per device: on a GPU, weights plus run arenas, at peak.
 // Then what the session holds by purpose, and the process beside it.
@@ -297,7 +288,7 @@ int run(const Options& opt) {
   if (opt.explain) std::cout << session.explain(inputs);
 
   ember::Profile profile;
-  ember::RunOptions run_options = run_options_for(opt);
+  ember::RunOptions run_options = infer::run_options_with_timeout(opt.timeout_ms);
   const bool bench = opt.repeat > 0 || opt.duration_s > 0;
   if (opt.profile && !bench) run_options.profile = &profile;
   std::vector<ember::Tensor> first;

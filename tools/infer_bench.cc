@@ -19,13 +19,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-ember::RunOptions run_options(const BenchSettings& settings) {
-  ember::RunOptions o;
-  if (settings.timeout_ms > 0)
-    o.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                    std::chrono::duration<double, std::milli>(settings.timeout_ms));
-  return o;
-}
 
 // The runs of one thread: its own outputs, so threads share nothing but the session.
 // `claim` says whether one more timed run may start.
@@ -33,9 +26,9 @@ template <class Claim>
 void run_thread(ember::Session& session, const std::vector<ember::Tensor>& inputs, const BenchSettings& settings,
                 Claim&& claim, std::vector<double>& latencies, std::atomic<int64_t>& finished) {
   std::vector<ember::Tensor> outputs = session.make_outputs(inputs);
-  for (int i = 0; i < settings.warmup; ++i) session.run(inputs, outputs, run_options(settings));
+  for (int i = 0; i < settings.warmup; ++i) session.run(inputs, outputs, run_options_with_timeout(settings.timeout_ms));
   while (claim()) {
-    ember::RunOptions o = run_options(settings);
+    ember::RunOptions o = run_options_with_timeout(settings.timeout_ms);
     o.profile = settings.profile;
     const auto start = Clock::now();
     session.run(inputs, outputs, o);
@@ -51,6 +44,14 @@ size_t peak_resident_bytes() {
 }
 
 }  // namespace
+
+ember::RunOptions run_options_with_timeout(double timeout_ms) {
+  ember::RunOptions o;
+  if (timeout_ms > 0)
+    o.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                    std::chrono::duration<double, std::milli>(timeout_ms));
+  return o;
+}
 
 double percentile(std::vector<double> values, double p) {
   if (values.empty()) return NAN;

@@ -32,6 +32,9 @@ struct BenchResult {
 // Runs the benchmark. Raises ember::Error as a run would.
 BenchResult benchmark(ember::Session& session, const std::vector<ember::Tensor>& inputs, const BenchSettings& settings);
 
+// Options for one run: a deadline `timeout_ms` from now (none when 0).
+ember::RunOptions run_options_with_timeout(double timeout_ms);
+
 // Nearest-rank percentile of `values` (p in (0, 100]).
 double percentile(std::vector<double> values, double p);
 
