@@ -18,6 +18,7 @@ const char* kind_name(Attribute::Kind kind) {
     case Attribute::Kind::Strings: return "strings";
     case Attribute::Kind::Tensors: return "tensors";
     case Attribute::Kind::Graphs: return "graphs";
+    case Attribute::Kind::Type: return "type";
   }
   return "?";
 }

@@ -12,8 +12,18 @@ namespace ember {
 
 struct Graph;
 
+// What wraps a tensor type in ONNX's type system: seq(tensor(float)),
+// optional(seq(tensor(int64))), ... Listed outermost first; none: a plain tensor.
+enum class ValueContainer : int8_t { Sequence, Optional };
+
+// A type as a TYPE_PROTO attribute holds it (Optional's `type`).
+struct ValueType {
+  std::vector<ValueContainer> containers;
+  DType dtype = DType::Undefined;
+};
+
 struct Attribute {
-  enum class Kind { Float, Int, String, Tensor, Graph, Floats, Ints, Strings, Tensors, Graphs };
+  enum class Kind { Float, Int, String, Tensor, Graph, Floats, Ints, Strings, Tensors, Graphs, Type };
   Kind kind = Kind::Int;
   float f = 0;
   int64_t i = 0;
@@ -25,6 +35,7 @@ struct Attribute {
   std::vector<std::string> strings;
   std::vector<ember::Tensor> tensors;
   std::vector<std::shared_ptr<ember::Graph>> graphs;
+  ValueType type;
 };
 
 // An op's attributes as typed values, parsed and validated once from its Node by the

@@ -28,6 +28,9 @@ struct ValueInfo {
   DType dtype = DType::Undefined;
   std::vector<Dim> dims;
   bool has_shape = false;  // false: rank unknown too
+  // Sequence/optional wrappers around the tensor type that dtype and dims describe.
+  std::vector<ValueContainer> containers = {};
+  bool is_tensor() const { return containers.empty(); }
 };
 
 // Standard domain is "" (ONNX writes "ai.onnx" too; the loader maps it to "").

@@ -13,6 +13,7 @@ using AP = onnx::AttributeProto;
 // Old exporters leave `type` unset; the populated field tells it.
 AP::AttributeType infer_type(const AP& a) {
   if (a.has_g()) return AP::GRAPH;
+  if (a.has_tp()) return AP::TYPE_PROTO;
   if (a.has_t()) return AP::TENSOR;
   if (a.has_sparse_tensor()) return AP::SPARSE_TENSOR;
   if (a.has_s()) return AP::STRING;
@@ -29,6 +30,31 @@ AP::AttributeType infer_type(const AP& a) {
 
 std::shared_ptr<Graph> subgraph(onnx::GraphProto& g, GraphLoader& loader, int depth) {
   return std::make_shared<Graph>(loader.convert_graph(g, depth + 1));
+}
+
+// The tensor type inside `type`, and the sequences and optionals around it. A map or
+// sparse tensor is left without a dtype (no ember operator takes one; the planner says so).
+void read_type(const onnx::TypeProto& type, ValueInfo& info) {
+  if (type.has_sequence_type()) {
+    info.containers.push_back(ValueContainer::Sequence);
+    return read_type(type.sequence_type().elem_type(), info);
+  }
+  if (type.has_optional_type()) {
+    info.containers.push_back(ValueContainer::Optional);
+    return read_type(type.optional_type().elem_type(), info);
+  }
+  if (!type.has_tensor_type()) return;
+  const auto& tt = type.tensor_type();
+  if (tt.elem_type() != 0) info.dtype = dtype_from_onnx(tt.elem_type());
+  if (!tt.has_shape()) return;
+  info.has_shape = true;
+  for (const auto& d : tt.shape().dim()) {
+    Dim dim;
+    // Some exporters write -1 for "unknown"; read any negative size that way.
+    if (d.has_dim_value() && d.dim_value() >= 0) dim.value = d.dim_value();
+    else if (d.has_dim_param()) dim.symbol = d.dim_param();
+    info.dims.push_back(std::move(dim));
+  }
 }
 
 }  // namespace
@@ -66,9 +92,15 @@ Attribute convert_attribute(AP& a, GraphLoader& loader, int depth) {
       out.kind = K::Graphs;
       for (auto& g : *a.mutable_graphs()) out.graphs.push_back(subgraph(g, loader, depth));
       break;
-    case AP::TYPE_PROTO:
+    case AP::TYPE_PROTO: {
+      out.kind = K::Type;
+      ValueInfo info;
+      read_type(a.tp(), info);
+      out.type = {info.containers, info.dtype};
+      break;
+    }
     case AP::TYPE_PROTOS:
-      throw Error("holds a type (TYPE_PROTO), which ember does not support");
+      throw Error("holds a list of types (TYPE_PROTOS), which no operator ember knows takes");
     case AP::UNDEFINED:
       throw Error("has no type and no value");
   }
@@ -79,23 +111,10 @@ ValueInfo convert_value_info(const onnx::ValueInfoProto& v) {
   if (v.name().empty()) throw Error("a graph input, output or value_info has no name");
   ValueInfo info;
   info.name = v.name();
-  if (!v.type().has_tensor_type()) return info;  // sequences, maps, ...: no tensor type
-  const auto& tt = v.type().tensor_type();
-  if (tt.elem_type() != 0) {
-    try {
-      info.dtype = dtype_from_onnx(tt.elem_type());
-    } catch (const Error& e) {
-      throw Error("value '" + v.name() + "': " + e.what());
-    }
-  }
-  if (!tt.has_shape()) return info;
-  info.has_shape = true;
-  for (const auto& d : tt.shape().dim()) {
-    Dim dim;
-    // Some exporters write -1 for "unknown"; read any negative size that way.
-    if (d.has_dim_value() && d.dim_value() >= 0) dim.value = d.dim_value();
-    else if (d.has_dim_param()) dim.symbol = d.dim_param();
-    info.dims.push_back(std::move(dim));
+  try {
+    read_type(v.type(), info);
+  } catch (const Error& e) {
+    throw Error("value '" + v.name() + "': " + e.what());
   }
   return info;
 }

@@ -5,6 +5,7 @@
 #include "graph/graph.h"
 
 #include <ember/core/tensor.h>
+#include <ember/core/value.h>
 
 #include <string>
 #include <string_view>
@@ -23,5 +24,9 @@ Graph load_model_from_bytes(std::string_view bytes, const std::string& source,
 
 // A serialized TensorProto file (the ONNX backend test data's input_0.pb / output_0.pb).
 Tensor load_tensor_proto(const std::string& path);
+
+// A serialized SequenceProto (`sequence`) or OptionalProto file, as the backend test data
+// holds the values of sequence and optional inputs and outputs.
+Value load_value_proto(const std::string& path, bool sequence);
 
 }  // namespace ember

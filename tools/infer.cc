@@ -5,6 +5,7 @@
 
 #include "tools/infer_bench.h"
 #include "tools/infer_inputs.h"
+#include "tools/infer_io.h"
 
 #include <CLI/CLI.hpp>
 
@@ -38,67 +39,6 @@ struct Options {
   bool profile = false, explain = false, devices = false, no_optimize = false, list_ops = false;
   bool cuda_graph = false, info = false;
 };
-
-// Output names become file names: every byte outside [A-Za-z0-9_-], and a leading
-// '.', is written as %XX (uppercase hex), so any name maps to one safe, reversible name.
-std::string escape_file_name(const std::string& name) {
-  std::string out;
-  for (size_t i = 0; i < name.size(); ++i) {
-    const unsigned char c = name[i];
-    const bool safe = std::isalnum(c) || c == '_' || c == '-' || (c == '.' && i > 0);
-    if (safe) {
-      out += static_cast<char>(c);
-    } else {
-      char buf[4];
-      std::snprintf(buf, sizeof buf, "%%%02X", c);
-      out += buf;
-    }
-  }
-  return out.empty() ? "%00" : out;
-}
-
-std::string format_dims(const std::vector<std::string>& dims) {
-  std::string s = "[";
-  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + dims[i];
-  return s + "]";
-}
-
-// Inputs in graph order: "name=file.npy" binds by name, a bare path takes the next
-// input not yet given.
-std::vector<ember::Tensor> read_inputs(const ember::Session& session, const Options& opt) {
-  const auto& descs = session.inputs();
-  std::vector<ember::Tensor> tensors(descs.size());
-  std::vector<bool> given(descs.size(), false);
-  size_t next = 0;
-  for (const std::string& arg : opt.inputs) {
-    const auto eq = arg.find('=');
-    size_t index = 0;
-    std::string path = arg;
-    if (eq != std::string::npos && !std::filesystem::exists(arg)) {
-      const std::string name = arg.substr(0, eq);
-      path = arg.substr(eq + 1);
-      while (index < descs.size() && descs[index].name != name) ++index;
-      if (index == descs.size()) {
-        std::string names;
-        for (const auto& d : descs) names += (names.empty() ? "" : ", ") + d.name;
-        throw ember::Error("the model has no input named '" + name + "' (its inputs: " + names + ")");
-      }
-    } else {
-      while (next < descs.size() && given[next]) ++next;
-      if (next == descs.size())
-        throw ember::Error("too many inputs: the model takes " + std::to_string(descs.size()));
-      index = next;
-    }
-    if (given[index]) throw ember::Error("input '" + descs[index].name + "' is given twice");
-    tensors[index] = ember::read_npy(path);
-    given[index] = true;
-  }
-  for (size_t i = 0; i < descs.size(); ++i)
-    if (!given[i])
-      throw ember::Error("input '" + descs[i].name + "' (" + ember::dtype_name(descs[i].dtype) + " " +
-                         format_dims(descs[i].dims) + ") is missing: pass " + descs[i].name + "=file.npy");
-  return tensors;
-}
 
 // No .npy files: random inputs of the declared dtypes and shapes (--shape sets what
 // the model leaves symbolic); says what it made, and which dims it set to 1.
@@ -136,46 +76,6 @@ ember::Tensor rebatch(const ember::Tensor& t, int batch, const std::string& name
   for (int64_t k = 0; k < batch / have; ++k)
     std::memcpy(static_cast<char*>(out.data()) + k * t.nbytes(), t.data(), t.nbytes());
   return out;
-}
-
-double element_as_double(const ember::Tensor& t, int64_t i) {
-  using ember::DType;
-  switch (t.dtype()) {
-    case DType::Float32: return t.data_as<float>()[i];
-    case DType::Float64: return t.data_as<double>()[i];
-    case DType::Int64: return static_cast<double>(t.data_as<int64_t>()[i]);
-    case DType::Int32: return t.data_as<int32_t>()[i];
-    case DType::Int16: return t.data_as<int16_t>()[i];
-    case DType::Int8: return t.data_as<int8_t>()[i];
-    case DType::UInt8:
-    case DType::Bool: return t.data_as<uint8_t>()[i];
-    case DType::UInt16: return t.data_as<uint16_t>()[i];
-    case DType::UInt32: return t.data_as<uint32_t>()[i];
-    case DType::UInt64: return static_cast<double>(t.data_as<uint64_t>()[i]);
-    default: return NAN;
-  }
-}
-
-std::string summarize(const ember::Tensor& t) {
-  const int64_t n = t.numel();
-  if (n == 0) return "empty";
-  if (std::isnan(element_as_double(t, 0)) && t.dtype() != ember::DType::Float32 &&
-      t.dtype() != ember::DType::Float64)
-    return "(no summary for " + std::string(ember::dtype_name(t.dtype())) + ")";
-  double lo = INFINITY, hi = -INFINITY, sum = 0;
-  int64_t argmax = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    const double v = element_as_double(t, i);
-    lo = std::min(lo, v);
-    if (v > hi) hi = v, argmax = i;
-    sum += v;
-  }
-  std::ostringstream os;
-  os.precision(6);
-  os << "min " << lo << "  max " << hi << " (at " << argmax << ")  mean " << sum / n << "  first [";
-  for (int64_t i = 0; i < std::min<int64_t>(n, 5); ++i) os << (i ? ", " : "") << element_as_double(t, i);
-  os << (n > 5 ? ", ...]" : "]");
-  return os.str();
 }
 
 void print_devices() {
@@ -232,10 +132,13 @@ void print_info(const ember::Session& session) {
     std::cout << " " << (domain.empty() ? "ai.onnx" : domain) << " " << version;
   std::cout << "\n";
   for (const auto& [key, value] : m.metadata_props) std::cout << "metadata " << key << ": " << value << "\n";
-  for (const auto& v : session.inputs())
-    std::cout << "input " << v.name << ": " << ember::dtype_name(v.dtype) << " " << format_dims(v.dims) << "\n";
-  for (const auto& v : session.outputs())
-    std::cout << "output " << v.name << ": " << ember::dtype_name(v.dtype) << " " << format_dims(v.dims) << "\n";
+  // A tensor's dims; a sequence's or optional's type too.
+  auto describe = [](const ember::ValueDesc& v) {
+    return ember::dtype_name(v.dtype) + (" " + infer::format_dims(v.dims)) +
+           (v.type.starts_with("tensor(") ? "" : " (" + v.type + ")");
+  };
+  for (const auto& v : session.inputs()) std::cout << "input " << v.name << ": " << describe(v) << "\n";
+  for (const auto& v : session.outputs()) std::cout << "output " << v.name << ": " << describe(v) << "\n";
 }
 
 ember::LogLevel parse_log_level(const std::string& name) {
@@ -243,6 +146,24 @@ ember::LogLevel parse_log_level(const std::string& name) {
                      ember::LogLevel::Debug})
     if (name == ember::log_level_name(level)) return level;
   throw ember::Error("log level '" + name + "' is not valid");  // CLI::IsMember checked it already
+}
+
+// A model that passes sequences or optionals: one run through Session::run_values
+// (benchmarking, --batch, --shape and --explain take tensors only).
+int run_on_values(ember::Session& session, const Options& opt) {
+  if (opt.repeat > 0 || opt.duration_s > 0 || opt.batch > 0 || !opt.shapes.empty() || opt.explain)
+    throw ember::Error("the model passes sequences or optionals, which infer runs once: --repeat, --duration, "
+                       "--batch, --shape and --explain take models of tensors only");
+  const std::vector<std::string> paths = infer::input_paths(session, opt.inputs);
+  const std::vector<ember::Value> values = infer::read_values(session, paths);
+  std::vector<std::pair<std::string, ember::Value>> named;
+  for (size_t i = 0; i < values.size(); ++i) named.emplace_back(session.inputs()[i].name, values[i]);
+  ember::Profile profile;
+  ember::RunOptions run_options = infer::run_options_with_timeout(opt.timeout_ms);
+  if (opt.profile) run_options.profile = &profile;
+  infer::show_values(session, session.run_values(named, run_options), opt.output_dir);
+  if (opt.profile) std::cout << profile.table();
+  return 0;
 }
 
 int run(const Options& opt) {
@@ -282,7 +203,9 @@ int run(const Options& opt) {
   if (!opt.inputs.empty() && !opt.shapes.empty())
     throw ember::Error("--shape sets the shapes of random inputs; the .npy files given have their own");
   const bool random = opt.inputs.empty() && !session.inputs().empty();
-  std::vector<ember::Tensor> inputs = random ? random_inputs(session, opt) : read_inputs(session, opt);
+  if (infer::passes_values(session)) return run_on_values(session, opt);
+  std::vector<ember::Tensor> inputs =
+      random ? random_inputs(session, opt) : infer::read_tensors(session, infer::input_paths(session, opt.inputs));
   if (opt.batch > 0)
     for (size_t i = 0; i < inputs.size(); ++i) inputs[i] = rebatch(inputs[i], opt.batch, session.inputs()[i].name);
   if (opt.explain) std::cout << session.explain(inputs);
@@ -329,10 +252,10 @@ int run(const Options& opt) {
   for (size_t i = 0; i < first.size(); ++i) {
     const auto& name = session.outputs()[i].name;
     std::cout << name << ": " << ember::dtype_name(first[i].dtype()) << " "
-              << ember::shape_to_string(first[i].shape()) << "  " << summarize(first[i]) << "\n";
+              << ember::shape_to_string(first[i].shape()) << "  " << infer::summarize(first[i]) << "\n";
     if (!opt.output_dir.empty()) {
       std::filesystem::create_directories(opt.output_dir);
-      ember::write_npy((std::filesystem::path(opt.output_dir) / (escape_file_name(name) + ".npy")).string(),
+      ember::write_npy((std::filesystem::path(opt.output_dir) / (infer::escape_file_name(name) + ".npy")).string(),
                        first[i]);
     }
   }

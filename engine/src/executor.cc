@@ -3,6 +3,8 @@
 #include <ember/core/error.h>
 
 #include "ops/evaluate.h"
+#include "ops/run_stop.h"
+#include "ops/value_ops.h"
 
 #include <algorithm>
 #include <unordered_map>
@@ -163,7 +165,7 @@ void RunContext::run(const Plan& plan, std::span<const Tensor> inputs, std::span
     throw;
   }
   if (!plan.eager.empty())
-    run_eager(plan, b, outputs, settings.num_threads, settings.profile, run_start, settings.stop);
+    run_eager(plan, b, outputs, settings, run_start);
   if (settings.profile) {
     settings.profile->runs += 1;
     settings.profile->total_ns += steady_now_ns() - run_start;
@@ -260,36 +262,43 @@ void RunContext::run_profiled(const Plan& plan, Binding& b, int num_threads, Pro
   }
 }
 
-// The nodes after a data-dependent shape, one by one; graph outputs they produce
-// replace the caller's output tensors.
-void RunContext::run_eager(const Plan& plan, Binding& b, std::span<Tensor> outputs, int num_threads,
-                           Profile* profile, int64_t origin_ns, const RunStop* stop) {
-  std::unordered_map<std::string, Tensor> env;
-  for (const auto& [name, id] : plan.eager_reads) env[name] = b.bound->tensor(id);
+// The nodes after a data-dependent shape or the first sequence or optional, one by one
+// on values (ops/value_ops.h); graph outputs they produce replace the caller's output
+// tensors, or fill its value slots.
+void RunContext::run_eager(const Plan& plan, Binding& b, std::span<Tensor> outputs, const RunSettings& settings,
+                           int64_t origin_ns) {
+  ValueScope scope;
+  for (const auto& [name, id] : plan.eager_reads) scope.tensors[name] = b.bound->tensor(id);
+  if (settings.value_inputs)
+    for (const auto& [name, value] : *settings.value_inputs) scope.set(name, value);
   for (const auto& [node, opset] : plan.eager) {
-    std::vector<const Tensor*> inputs;
-    for (const auto& name : node->inputs) {
-      auto it = name.empty() ? env.end() : env.find(name);
-      inputs.push_back(it == env.end() ? nullptr : &it->second);
-    }
     const int64_t start = steady_now_ns();
-    std::vector<Tensor> results = evaluate_node(*node, opset, inputs, num_threads, &env, stop);
-    if (profile) {
+    run_node_on_values(*node, opset, scope, settings.num_threads, settings.stop);
+    if (settings.profile) {
       NodeTiming t;
       t.node = node->name.empty() ? node->op_type : node->name;
       t.op_type = node->op_type + " (eager)";
       t.device = "cpu";
-      t.output_shape = results.empty() ? "" : shape_to_string(results[0].shape());
+      Value holder;
+      const Value* first = node->outputs.empty() ? nullptr : scope.find(node->outputs[0], holder);
+      t.output_shape = first && first->is_tensor() ? shape_to_string(first->tensor().shape()) : "";
       t.start_ns = start - origin_ns;
       t.duration_ns = steady_now_ns() - start;
-      profile->timings.push_back(std::move(t));
+      settings.profile->timings.push_back(std::move(t));
     }
-    for (size_t k = 0; k < node->outputs.size(); ++k)
-      if (!node->outputs[k].empty()) env[node->outputs[k]] = std::move(results[k]);
-    if (stop) stop->node_done();
+    if (settings.stop) settings.stop->node_done();
   }
-  for (size_t i = 0; i < outputs.size(); ++i)
-    if (plan.output_is_eager[i]) outputs[i] = env.at(plan.output_names[i]);
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (!plan.output_is_eager[i]) continue;
+    Value holder;
+    const Value* v = scope.find(plan.output_names[i], holder);
+    if (!v) throw Error("output '" + plan.output_names[i] + "' is never made");
+    if (settings.value_outputs) (*settings.value_outputs)[i] = *v;
+    if (v->is_tensor()) outputs[i] = v->tensor();
+    else if (!settings.value_outputs)
+      throw Error("output '" + plan.output_names[i] + "' is a " + v->describe() +
+                  ", not a tensor: run the model with Session::run_values");
+  }
 }
 
 }  // namespace ember

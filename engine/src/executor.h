@@ -8,12 +8,15 @@
 #include "engine/src/plan.h"
 #include "engine/src/plan_binding.h"
 
+#include <ember/core/value.h>
 #include <ember/profile.h>
 
 #include <functional>
 #include <map>
 #include <memory>
 #include <span>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace ember {
@@ -28,6 +31,11 @@ struct RunSettings {
   // The caller's device stream (RunOptions::cuda_stream): the run is ordered with it,
   // and the host does not wait for the device at the end when nothing needs it to.
   void* external_stream = nullptr;
+  // Session::run_values: the graph inputs that are sequences or optionals, by name,
+  // and one slot per graph output for the outputs that are (the tensor outputs go to
+  // `outputs` as always). nullptr when the model passes only tensors.
+  const std::unordered_map<std::string, Value>* value_inputs = nullptr;
+  std::vector<Value>* value_outputs = nullptr;
 };
 
 class RunContext {
@@ -82,8 +90,8 @@ class RunContext {
   void run_profiled(const Plan& plan, Binding& b, int num_threads, Profile& profile, int64_t origin_ns,
                     const RunStop* stop);
   // The eager tail, each node timed into `profile` when there is one.
-  void run_eager(const Plan& plan, Binding& b, std::span<Tensor> outputs, int num_threads, Profile* profile,
-                 int64_t origin_ns, const RunStop* stop);
+  void run_eager(const Plan& plan, Binding& b, std::span<Tensor> outputs, const RunSettings& settings,
+                 int64_t origin_ns);
   void* arena_base(Device device, size_t needed);
   Arena& arena_for(Device device);
 

@@ -6,6 +6,7 @@
 #include "graph/passes/passes.h"
 #include "ops/evaluate.h"
 #include "ops/registry.h"
+#include "ops/value_ops.h"
 
 #include <ember/core/error.h>
 
@@ -117,6 +118,11 @@ int PlanBuilder::root(int id) const {
 void PlanBuilder::add_graph_inputs(std::span<const Shape> shapes) {
   for (size_t i = 0; i < graph_.inputs.size(); ++i) {
     const ValueInfo& in = graph_.inputs[i];
+    if (!in.is_tensor()) {  // a sequence or optional: only the eager tail reads it
+      plan_->input_values.push_back(-1);
+      eager_values_.insert(in.name);
+      continue;
+    }
     const Device device = plan_->input_devices[i];
     backend_for(device);  // raises for a device this session does not run on
     int id = new_value(in.name, {in.dtype, shapes[i]}, device, Storage::Input);
@@ -155,6 +161,10 @@ const Tensor* PlanBuilder::known_value(int id) const {
 void PlanBuilder::add_node(const Node& node) {
   const int64_t opset = graph_.opset(node.domain);
   if (!plan_->eager.empty()) return add_eager(node, opset);
+  if (touches_values(node, eager_values_)) {
+    plan_->notes.push_back(node.label() + " and the nodes after it run eagerly: it reads or makes a sequence or optional");
+    return add_eager(node, opset);
+  }
   if (node.domain.empty() && node.op_type == "If" && plan_if(node, opset)) return;
   if (node.domain.empty() && (node.op_type == "Loop" || node.op_type == "Scan") && plan_loop(node, opset)) return;
   std::vector<int> in_ids;
@@ -561,7 +571,7 @@ void check_supported(const Graph& graph, std::span<Backend* const> backends) {
     for (Backend* b : backends)
       found = found || !find_kernels(node.domain, node.op_type, opset, b->device().kind).empty();
     found = found && find_schema(node.domain, node.op_type);
-    if (found) continue;
+    if (found || find_value_op(node.domain, node.op_type)) continue;
     if (count++ < 50) missing += "\n  " + node.label() + (node.domain.empty() ? "" : " (domain " + node.domain + ")") +
                              " at opset " + std::to_string(opset);
   }

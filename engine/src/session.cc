@@ -16,7 +16,9 @@
 #include "ops/evaluate.h"
 #include "ops/registry.h"
 #include "ops/run_stop.h"
+#include "ops/value_ops.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -65,8 +67,10 @@ struct Session::Impl {
   void optimize();
   void log_plan(const Plan& plan, double milliseconds) const;
   // Session::run, past the checks of its arguments, stopping as `stop` says.
+  // `value_inputs` and `value_outputs`: the sequences and optionals of run_values.
   void run(std::span<const Tensor> inputs, std::span<Tensor> outputs, const RunOptions& run_options,
-           const RunStop& stop);
+           const RunStop& stop, const std::unordered_map<std::string, Value>* value_inputs = nullptr,
+           std::vector<Value>* value_outputs = nullptr);
 
   // Checks the options, picks the backends, then loads the graph with `load` and
   // readies it to plan: what both the path and the bytes constructors do.
@@ -84,8 +88,16 @@ void give_back_free_heap() {
 #endif
 }
 
+// "seq(tensor(float32))": ONNX's spelling with ember's dtype names.
+std::string type_string(const ValueInfo& v) {
+  std::string type = std::string("tensor(") + dtype_name(v.dtype) + ")";
+  for (auto c = v.containers.rbegin(); c != v.containers.rend(); ++c)
+    type = (*c == ValueContainer::Sequence ? "seq(" : "optional(") + type + ")";
+  return type;
+}
+
 ValueDesc describe(const ValueInfo& v) {
-  ValueDesc d{v.name, v.dtype, {}};
+  ValueDesc d{v.name, v.dtype, type_string(v), {}};
   for (const Dim& dim : v.dims)
     d.dims.push_back(dim.known() ? std::to_string(dim.value) : dim.symbol.empty() ? "?" : dim.symbol);
   return d;
@@ -131,6 +143,11 @@ void Session::Impl::check_inputs(std::span<const Tensor> inputs) const {
   for (size_t i = 0; i < inputs.size(); ++i) {
     const ValueInfo& want = graph.inputs[i];
     const Tensor& got = inputs[i];
+    if (!want.is_tensor()) {
+      if (got.empty()) continue;  // run_values passes it beside the tensors
+      throw Error("input '" + want.name + "' is a " + type_string(want) +
+                  ", not a tensor: run the model with Session::run_values");
+    }
     if (!runs_on(got.device()))
       throw Error("input '" + want.name + "' is on " + got.device().to_string() +
                   ", a device this session does not run on (device option '" + options.device + "')");
@@ -435,7 +452,13 @@ Session::Session(Session&&) noexcept = default;
 Session& Session::operator=(Session&&) noexcept = default;
 
 std::vector<std::string> list_operators(const std::string& device) {
-  if (device == "cpu") return registered_ops(DeviceKind::Cpu);
+  if (device == "cpu") {  // the sequence and optional ops run on the host
+    std::vector<std::string> ops = registered_ops(DeviceKind::Cpu);
+    for (std::string& op : registered_value_ops()) ops.push_back(std::move(op));
+    std::sort(ops.begin(), ops.end());
+    ops.erase(std::unique(ops.begin(), ops.end()), ops.end());
+    return ops;
+  }
   if (device.rfind("cuda", 0) == 0) {
     // The CUDA kernels register themselves when the CUDA module loads.
     std::string problem;
@@ -477,31 +500,85 @@ std::string Session::explain(std::span<const Tensor> inputs) {
   return text;
 }
 
-std::vector<Tensor> Session::run(const std::vector<std::pair<std::string, Tensor>>& named,
-                                 const RunOptions& run_options) {
-  std::vector<Tensor> ordered(impl_->graph.inputs.size());
+namespace {
+
+// The values of `named` in the graph's input order; raises on an unknown, repeated or
+// missing name.
+template <class T>
+std::vector<T> in_graph_order(const Graph& graph, const std::vector<std::pair<std::string, T>>& named) {
+  std::vector<T> ordered(graph.inputs.size());
   std::vector<bool> given(ordered.size(), false);
-  for (const auto& [name, tensor] : named) {
+  for (const auto& [name, value] : named) {
     size_t i = 0;
-    while (i < impl_->graph.inputs.size() && impl_->graph.inputs[i].name != name) ++i;
-    if (i == impl_->graph.inputs.size()) {
+    while (i < graph.inputs.size() && graph.inputs[i].name != name) ++i;
+    if (i == graph.inputs.size()) {
       std::string names;
-      for (const auto& in : impl_->graph.inputs) names += (names.empty() ? "" : ", ") + in.name;
+      for (const auto& in : graph.inputs) names += (names.empty() ? "" : ", ") + in.name;
       throw Error("the model has no input named '" + name + "' (its inputs: " + names + ")");
     }
     if (given[i]) throw Error("input '" + name + "' is given twice");
-    ordered[i] = tensor;
+    ordered[i] = value;
     given[i] = true;
   }
   for (size_t i = 0; i < given.size(); ++i)
-    if (!given[i]) throw Error("input '" + impl_->graph.inputs[i].name + "' is missing");
+    if (!given[i]) throw Error("input '" + graph.inputs[i].name + "' is missing");
+  return ordered;
+}
 
+// Raises unless `v` is what `want` (a sequence or optional input) declares.
+void check_value_input(const ValueInfo& want, const Value& v, size_t depth = 0) {
+  const auto fail = [&] {
+    throw Error("input '" + want.name + "' must be a " + type_string(want) + ", got " + v.describe());
+  };
+  if (depth == want.containers.size()) {
+    if (!v.is_tensor() || (want.dtype != DType::Undefined && v.tensor().dtype() != want.dtype)) fail();
+    if (v.tensor().device().kind != DeviceKind::Cpu) throw Error("input '" + want.name + "': sequences and optionals hold host tensors");
+    return;
+  }
+  if (want.containers[depth] == ValueContainer::Optional) {
+    if (!v.is_none()) check_value_input(want, v, depth + 1);
+    return;
+  }
+  if (!v.is_sequence()) fail();
+  for (const Value& e : v.elements()) check_value_input(want, e, depth + 1);
+}
+
+}  // namespace
+
+std::vector<Tensor> Session::run(const std::vector<std::pair<std::string, Tensor>>& named,
+                                 const RunOptions& run_options) {
+  const std::vector<Tensor> ordered = in_graph_order(impl_->graph, named);
   const RunStop stop = stop_for(run_options);
   impl_->check_inputs(ordered);
   stop.check();  // before planning: a run past its deadline does no work at all
   std::vector<Tensor> outputs = make_outputs(ordered);
   impl_->run(ordered, outputs, run_options, stop);
   return outputs;
+}
+
+std::vector<Value> Session::run_values(const std::vector<std::pair<std::string, Value>>& named,
+                                       const RunOptions& run_options) {
+  const std::vector<Value> ordered = in_graph_order(impl_->graph, named);
+  std::vector<Tensor> tensors(ordered.size());
+  std::unordered_map<std::string, Value> others;
+  for (size_t i = 0; i < ordered.size(); ++i) {
+    const ValueInfo& want = impl_->graph.inputs[i];
+    if (want.is_tensor()) {
+      tensors[i] = ordered[i].tensor("input '" + want.name + "'");
+      continue;
+    }
+    check_value_input(want, ordered[i]);
+    others[want.name] = ordered[i];
+  }
+  const RunStop stop = stop_for(run_options);
+  impl_->check_inputs(tensors);
+  stop.check();
+  std::vector<Tensor> outputs = make_outputs(tensors);
+  std::vector<Value> values(outputs.size());
+  impl_->run(tensors, outputs, run_options, stop, &others, &values);
+  for (size_t i = 0; i < outputs.size(); ++i)
+    if (values[i].is_none() && !outputs[i].empty()) values[i] = outputs[i];
+  return values;
 }
 
 void Session::run(std::span<const Tensor> inputs, std::span<Tensor> outputs,
@@ -513,7 +590,9 @@ void Session::run(std::span<const Tensor> inputs, std::span<Tensor> outputs,
 }
 
 void Session::Impl::run(std::span<const Tensor> inputs, std::span<Tensor> outputs,
-                        const RunOptions& run_options, const RunStop& stop) {
+                        const RunOptions& run_options, const RunStop& stop,
+                        const std::unordered_map<std::string, Value>* value_inputs,
+                        std::vector<Value>* value_outputs) {
   if (outputs.size() != graph.outputs.size())
     throw Error("the model has " + std::to_string(graph.outputs.size()) + " outputs, got " +
                 std::to_string(outputs.size()) + " output tensors");
@@ -543,6 +622,8 @@ void Session::Impl::run(std::span<const Tensor> inputs, std::span<Tensor> output
   settings.capture_graphs = options.cuda_graph;
   settings.stop = &stop;
   settings.external_stream = run_options.cuda_stream;
+  settings.value_inputs = value_inputs;
+  settings.value_outputs = value_outputs;
   auto give_back = [&] { return_context(std::move(context), evictions); };
   try {
     context->run(plan, inputs, outputs, settings, planned);

@@ -1,6 +1,7 @@
 // If, Loop and Scan on the CPU. Bodies run node by node through evaluate_node, with
 // the enclosing graphs' values visible by name; outputs are allocated here because
 // only running the body tells their shapes.
+#include "ops/cpu/control_flow_util.h"
 #include "ops/evaluate.h"
 #include "ops/registry.h"
 #include "ops/run_stop.h"
@@ -11,6 +12,26 @@
 #include <cstring>
 
 namespace ember {
+
+Tensor stack(const std::vector<Tensor>& parts, int64_t axis, DType dtype, const Node& node) {
+  if (parts.empty()) return Tensor(dtype, {0});
+  const Shape& s = parts[0].shape();
+  for (const Tensor& p : parts)
+    if (p.shape() != s) throw Error(node.label() + ": scan outputs change shape between iterations");
+  if (axis < 0) axis += static_cast<int64_t>(s.size()) + 1;
+  Shape out_shape = s;
+  out_shape.insert(out_shape.begin() + axis, static_cast<int64_t>(parts.size()));
+  Tensor out(parts[0].dtype(), out_shape);
+  const size_t elem = dtype_bytes(parts[0].dtype(), 1);
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= s[d];
+  for (size_t d = axis; d < s.size(); ++d) inner *= s[d];
+  for (size_t p = 0; p < parts.size(); ++p)
+    for (int64_t o = 0; o < outer; ++o)
+      std::memcpy(static_cast<char*>(out.data()) + ((o * parts.size() + p) * inner) * elem,
+                  static_cast<const char*>(parts[p].data()) + o * inner * elem, inner * elem);
+  return out;
+}
 
 namespace {
 
@@ -47,27 +68,6 @@ std::vector<Tensor> run_body(const Graph& body, int64_t opset, const std::vector
 bool truth(const Tensor& t, const Node& node) {
   if (t.numel() != 1) throw Error(node.label() + ": the condition must hold one element");
   return *static_cast<const uint8_t*>(t.data()) != 0;
-}
-
-// [n, ...] from n tensors of one shape, each placed along axis 0 (or `axis`).
-Tensor stack(const std::vector<Tensor>& parts, int64_t axis, DType dtype, const Node& node) {
-  if (parts.empty()) return Tensor(dtype, {0});
-  const Shape& s = parts[0].shape();
-  for (const Tensor& p : parts)
-    if (p.shape() != s) throw Error(node.label() + ": scan outputs change shape between iterations");
-  if (axis < 0) axis += static_cast<int64_t>(s.size()) + 1;
-  Shape out_shape = s;
-  out_shape.insert(out_shape.begin() + axis, static_cast<int64_t>(parts.size()));
-  Tensor out(parts[0].dtype(), out_shape);
-  const size_t elem = dtype_bytes(parts[0].dtype(), 1);
-  int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < axis; ++d) outer *= s[d];
-  for (size_t d = axis; d < s.size(); ++d) inner *= s[d];
-  for (size_t p = 0; p < parts.size(); ++p)
-    for (int64_t o = 0; o < outer; ++o)
-      std::memcpy(static_cast<char*>(out.data()) + ((o * parts.size() + p) * inner) * elem,
-                  static_cast<const char*>(parts[p].data()) + o * inner * elem, inner * elem);
-  return out;
 }
 
 // Element `index` of `t` along `axis`, without that axis.

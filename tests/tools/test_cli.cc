@@ -371,3 +371,66 @@ TEST_F(Cli, LogLevelDebugSaysEachPlanOnStderrAndNoneSaysNothing) {
 }
 
 }  // namespace
+
+namespace {
+
+// seq (a sequence of float tensors [n, 4]) and x [n, 4] in; the sequence with Relu(x)
+// appended out as "grown", and its tensors concatenated along axis 0 as "all".
+void make_sequence_model(onnx::ModelProto& m) {
+  auto* g = m.mutable_graph();
+  auto* seq = g->mutable_input()->Add();
+  seq->set_name("seq");
+  seq->mutable_type()->mutable_sequence_type()->mutable_elem_type()->mutable_tensor_type()->set_elem_type(
+      onnx::TensorProto::FLOAT);
+  g->mutable_input()->SwapElements(0, 1);  // seq first, then x
+  auto* grown = g->add_output();
+  grown->set_name("grown");
+  grown->mutable_type()->mutable_sequence_type()->mutable_elem_type()->mutable_tensor_type()->set_elem_type(
+      onnx::TensorProto::FLOAT);
+  auto* all = g->add_output();
+  all->set_name("all");
+  all->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  auto* insert = g->add_node();
+  insert->set_op_type("SequenceInsert");
+  insert->add_input("seq");
+  insert->add_input("y:out/1");
+  insert->add_output("grown");
+  auto* concat = g->add_node();
+  concat->set_op_type("ConcatFromSequence");
+  concat->add_input("grown");
+  concat->add_output("all");
+  auto* axis = concat->add_attribute();
+  axis->set_name("axis");
+  axis->set_type(onnx::AttributeProto::INT);
+  axis->set_i(0);
+}
+
+}  // namespace
+
+TEST_F(Cli, SequencesAreFoldersOfNpyFilesInAndOut) {
+  const auto model = write_model("seq.onnx", make_sequence_model);
+  fs::create_directories(dir_ / "seq");
+  const auto a = write_input("seq/0.npy", ember::DType::Float32, {2, 4});
+  const auto b = write_input("seq/1.npy", ember::DType::Float32, {1, 4});
+  const auto x = write_input("x.npy", ember::DType::Float32, {3, 4});
+  const Result r = infer(model + " seq=" + (dir_ / "seq").string() + " x=" + x + " -o " + (dir_ / "outs").string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("grown: sequence of 3 float32 values"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("all: float32 [6, 4]"), std::string::npos) << r.out;
+  const ember::Tensor last = ember::read_npy((dir_ / "outs" / "grown" / "2.npy").string());
+  const ember::Tensor xin = ember::read_npy(x);
+  ASSERT_EQ(last.shape(), (ember::Shape{3, 4}));
+  for (int i = 0; i < 12; ++i) EXPECT_EQ(last.data_as<float>()[i], std::max(0.0f, xin.data_as<float>()[i]));
+  EXPECT_EQ(ember::read_npy((dir_ / "outs" / "all.npy").string()).shape(), (ember::Shape{6, 4}));
+}
+
+TEST_F(Cli, ASequenceInputThatIsNotAFolderOfNumberedFilesIsRefused) {
+  const auto model = write_model("seq.onnx", make_sequence_model);
+  const auto x = write_input("x.npy", ember::DType::Float32, {3, 4});
+  expect_one_line_error(infer(model + " seq=" + x + " x=" + x), "input 'seq' is a seq(tensor(float32)): pass a folder");
+  fs::create_directories(dir_ / "gap");
+  write_input("gap/0.npy", ember::DType::Float32, {1, 4});
+  write_input("gap/2.npy", ember::DType::Float32, {1, 4});
+  expect_one_line_error(infer(model + " seq=" + (dir_ / "gap").string() + " x=" + x), "no 1.npy");
+  expect_one_line_error(infer(model + " x=" + x), "input 'seq' (seq(tensor(float32))) is missing");
+}

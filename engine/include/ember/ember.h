@@ -6,6 +6,7 @@
 #include <ember/core/error.h>
 #include <ember/core/npy.h>
 #include <ember/core/tensor.h>
+#include <ember/core/value.h>
 #include <ember/devices.h>
 #include <ember/log.h>
 #include <ember/profile.h>

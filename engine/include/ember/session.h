@@ -5,6 +5,7 @@
 #include <ember/profile.h>
 #include <ember/core/cancel.h>
 #include <ember/core/tensor.h>
+#include <ember/core/value.h>
 
 #include <chrono>
 #include <cstddef>
@@ -64,7 +65,11 @@ struct DeviceMemory {
 // by name; unknown dims are "?".
 struct ValueDesc {
   std::string name;
-  DType dtype = DType::Undefined;
+  DType dtype = DType::Undefined;  // of the tensor, or of a sequence's or optional's tensors
+  // ONNX's type with ember's dtype names: "tensor(float32)", "seq(tensor(int64))",
+  // "optional(seq(tensor(float32)))". Only the tensor ones run through run(); a model
+  // with sequences or optionals among its inputs or outputs runs through run_values().
+  std::string type;
   std::vector<std::string> dims;
   // An integer input that indexes a constant table (token ids into an embedding) must
   // stay below this: the table's size. 0: no such use seen.
@@ -142,6 +147,11 @@ class Session {
   // Inputs by name; returns the outputs in graph order. Thread-safe.
   std::vector<Tensor> run(const std::vector<std::pair<std::string, Tensor>>& inputs,
                           const RunOptions& run_options = {});
+  // Inputs by name, any of which may be a sequence or optional (ember::Value: a tensor,
+  // a sequence, or none for an empty optional); returns every output in graph order.
+  // Any model runs here; sequences and optionals run on the host, node by node.
+  std::vector<Value> run_values(const std::vector<std::pair<std::string, Value>>& inputs,
+                                const RunOptions& run_options = {});
   // Inputs and caller-allocated outputs, both in graph order. With outputs of the
   // right shapes this path allocates nothing once the plan for these shapes exists.
   // Inputs and outputs may be on the session's GPU (Tensor::view(..., {Cuda, N}) over
