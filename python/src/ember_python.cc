@@ -150,9 +150,12 @@ ember::Tensor to_tensor(const std::string& name, nb::handle value, const ember::
   if (!contiguous) {
     if (!on_cpu)
       throw ember::Error("input '" + name + "' is a strided device array: make it contiguous first");
-    // One copy into C order (the result is a numpy array: import it the same way).
-    nb::object copy = nb::module_::import_("numpy").attr("ascontiguousarray")(value);
-    nb::try_cast(copy, array, false);
+    // One copy into C order, made by numpy from what the value offers (DLPack, or the
+    // buffer protocol through which nanobind read it).
+    nb::object numpy = nb::module_::import_("numpy");
+    nb::object source = nb::hasattr(value, "__dlpack__") ? numpy.attr("from_dlpack")(value) : numpy.attr("asarray")(value);
+    if (!nb::try_cast(numpy.attr("ascontiguousarray")(source), array, false))
+      throw ember::Error("input '" + name + "': numpy could not make a C-contiguous copy of it");
   }
   const std::optional<ember::DType> dtype = from_dlpack(array.dtype());
   if (!dtype)

@@ -26,6 +26,14 @@ def test_dlpack_input(default_model):
     np.testing.assert_array_equal(session.run(None, {"input": OnlyDLPack(x)})[0], want)
 
 
+def test_strided_dlpack_input_is_copied_into_c_order(default_model):
+    path, x = default_model
+    session = ember.Session(path)
+    (want,) = session.run(None, {"input": x})
+    strided = np.asfortranarray(x)
+    np.testing.assert_array_equal(session.run(None, {"input": OnlyDLPack(strided)})[0], want)
+
+
 def test_dlpack_input_of_the_wrong_dtype(default_model):
     path, x = default_model
     with pytest.raises(ember.Error, match="must be float32, got int32"):

@@ -95,6 +95,9 @@ def test_strided_and_list_inputs_are_converted_once(default_model):
     assert not fortran.flags.c_contiguous
     np.testing.assert_array_equal(session.run(None, {"input": fortran})[0], want)
     np.testing.assert_array_equal(session.run(None, {"input": x.tolist()})[0], want)
+    flipped = x[..., ::-1]  # negative strides
+    np.testing.assert_array_equal(session.run(None, {"input": flipped})[0],
+                                  session.run(None, {"input": flipped.copy()})[0])
     readonly = x.copy()
     readonly.flags.writeable = False
     np.testing.assert_array_equal(session.run(None, {"input": readonly})[0], want)
