@@ -123,7 +123,7 @@ class Session:
         """
         Runs the model; returns the outputs named (all, in graph order, for None) as numpy arrays.
 
-        inputs maps every graph input's name to an array: a numpy array, or any object with __dlpack__ (a torch tensor, also on the session's GPU). One that is C-contiguous is read in place, without a copy; a strided CPU array is copied once into C order. Its dtype must be the declared one (no casting: float64 for a float32 input is an ember.Error). A list or a scalar is converted once with numpy.asarray(value, dtype=<declared>).
+        inputs maps every graph input's name to an array: a numpy array, or any object with __dlpack__ (a torch tensor, also on the session's GPU, where it must be ready: the run does not wait for its producer's stream). One that is C-contiguous is read in place, without a copy; a strided CPU array is copied once into C order. Its dtype must be the declared one (no casting: float64 for a float32 input is an ember.Error). A list or a scalar is converted once with numpy.asarray(value, dtype=<declared>).
         Outputs are numpy arrays over ember's own memory (no copy); torch.from_dlpack takes them.
         timeout: seconds; a run still going then raises DeadlineExceeded. cancel: a CancelToken (RunCancelled). profile: a Profile to fill. The GIL is released while the model runs.
         Raises ember.Error for an unknown, missing or extra input, a wrong dtype or shape.

@@ -14,7 +14,6 @@
 #include <nanobind/stl/vector.h>
 
 #include <chrono>
-#include <cmath>
 #include <memory>
 #include <optional>
 #include <string>
@@ -449,7 +448,8 @@ NB_MODULE(_ember, m) {
                    "profile: Profile | None = None) -> list[numpy.ndarray]"),
            "Runs the model; returns the outputs named (all, in graph order, for None) as numpy arrays.\n\n"
            "inputs maps every graph input's name to an array: a numpy array, or any object with "
-           "__dlpack__ (a torch tensor, also on the session's GPU). One that is C-contiguous is read "
+           "__dlpack__ (a torch tensor, also on the session's GPU, where it must be ready: the run does not "
+           "wait for its producer's stream). One that is C-contiguous is read "
            "in place, without a copy; a strided CPU array is copied once into C order. Its dtype must "
            "be the declared one (no casting: float64 for a float32 input is an ember.Error). "
            "A list or a scalar is converted once with numpy.asarray(value, dtype=<declared>).\n"
