@@ -4,6 +4,7 @@
     core <- graph <- loader
     core <- graph <- ops (ops/ common; ops/cpu and ops/cuda apart from each other)
     everything above <- engine <- tools (the public API only, and tools/ itself)
+                               <- python (the public API only)
 
 Each source file belongs to the layer of its folder; each ember include names the
 layer it reaches. Usage: check_layers.py [REPO_ROOT] (one line per back edge), or --self-test.
@@ -23,6 +24,7 @@ ALLOWED = {
     "engine/src": {"core", "graph", "loader", "ops", "ops/cpu", "ops/cuda", "engine/src", "api"},
     "engine/include": {"core", "api"},
     "tools": {"core", "api", "tools"},  # the public API, and the tools' own helpers
+    "python": {"core", "api"},  # the Python module's bindings: the public API only
 }
 SOURCE_SUFFIXES = {".h", ".cc", ".cu", ".cuh"}
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')

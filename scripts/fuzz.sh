@@ -20,7 +20,7 @@ case $target in npy | loader | session) ;; *) echo "$usage" >&2; exit 2 ;; esac
 ./scripts/setup.sh --fuzz
 # clang, not g++: libFuzzer is clang's. Sanitize: -O1 -g1, assertions on (CMakeLists.txt).
 CXX=clang++ BUILD_DIR=build-fuzz BUILD_TYPE=Sanitize \
-  EMBER_CMAKE_ARGS="-DEMBER_FUZZ=ON -DEMBER_TESTS=OFF -DEMBER_CUDA=OFF -DEMBER_SANITIZE=address,undefined ${EMBER_CMAKE_ARGS:-}" \
+  EMBER_CMAKE_ARGS="-DEMBER_FUZZ=ON -DEMBER_TESTS=OFF -DEMBER_CUDA=OFF -DEMBER_PYTHON=OFF -DEMBER_SANITIZE=address,undefined ${EMBER_CMAKE_ARGS:-}" \
   ./scripts/build.sh --target "fuzz_$target"
 
 seeds=build-fuzz/seeds/$target

@@ -8,8 +8,11 @@
 #                             build do not need a second compiler (about 150 MB)
 set -euo pipefail
 
+# python3-dev: the headers the Python module builds against; python3-venv: the wheel
+# check (scripts/check_wheel.sh) installs into a fresh venv.
 apt_packages=(cmake g++ ccache libdnnl-dev libonnx-dev libprotobuf-dev protobuf-compiler
-              libcli11-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev)
+              libcli11-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
+              python3-dev python3-venv)
 if [[ ${1:-} == --fuzz ]]; then
   # Debian 12: clang 14; libFuzzer and the sanitizer runtimes are in libclang-rt-dev.
   apt_packages+=(clang libclang-rt-dev libomp-dev)

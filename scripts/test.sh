@@ -4,7 +4,8 @@
 #   scripts/test.sh --sanitize address,undefined [ctest options]   (in build-asan/)
 #   scripts/test.sh --sanitize thread [ctest options]              (in build-tsan/)
 # A sanitizer build has its own folder, so it never disturbs build/. It leaves out the
-# CUDA backend (nvcc takes no -fsanitize) and keeps assertions on (-O1 -g1, no NDEBUG):
+# CUDA backend (nvcc takes no -fsanitize) and the Python module (an instrumented
+# extension cannot load into an uninstrumented python3), and keeps assertions on (-O1 -g1, no NDEBUG):
 # a sanitizer run is a hunt for bugs, and a failed assertion is one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,7 +27,7 @@ case $sanitize in
   *) build_dir=build-san-${sanitize//,/-} ;;
 esac
 BUILD_DIR=$build_dir BUILD_TYPE=Sanitize \
-  EMBER_CMAKE_ARGS="-DEMBER_SANITIZE=$sanitize -DEMBER_CUDA=OFF ${EMBER_CMAKE_ARGS:-}" \
+  EMBER_CMAKE_ARGS="-DEMBER_SANITIZE=$sanitize -DEMBER_CUDA=OFF -DEMBER_PYTHON=OFF ${EMBER_CMAKE_ARGS:-}" \
   ./scripts/build.sh
 # shellcheck source=tests/sanitizers/env.sh
 source tests/sanitizers/env.sh
