@@ -48,6 +48,12 @@ class ValueInfo:
         For integer inputs that index a table (token ids): the table's size; 0 if none
         """
 
+    @property
+    def type(self) -> str:
+        """
+        ONNX's type with ember's dtype names: 'tensor(float32)', 'seq(tensor(int64))', 'optional(tensor(float32))'. A sequence is a list of arrays, an empty optional None
+        """
+
     def __repr__(self) -> str: ...
 
 class CancelToken:

@@ -68,10 +68,11 @@ struct ValueInfo {
   nb::object dtype;  // numpy.dtype, or ember's name for a type numpy lacks ("bfloat16")
   nb::list shape;
   int64_t index_bound = 0;
+  std::string type;  // "tensor(float32)", "seq(tensor(float32))", "optional(...)"
 };
 
 ValueInfo value_info(const ember::ValueDesc& d) {
-  ValueInfo v{d.name, nb::str(ember::dtype_name(d.dtype)), nb::list(), d.index_bound};
+  ValueInfo v{d.name, nb::str(ember::dtype_name(d.dtype)), nb::list(), d.index_bound, d.type};
   if (to_dlpack(d.dtype)) v.dtype = nb::module_::import_("numpy").attr("dtype")(v.dtype);
   for (const std::string& dim : d.dims) {
     if (dim == "?")
@@ -186,6 +187,38 @@ nb::object to_numpy(const std::string& name, const ember::Tensor& t) {
   return nb::ndarray<nb::numpy>(owned->data(), shape.size(), shape.data(), owner, nullptr, *dtype).cast();
 }
 
+// "seq(tensor(float32))" -> "tensor(float32)": what a sequence or optional holds.
+std::string_view inner_type(std::string_view type) {
+  const size_t open = type.find('(');
+  return type.substr(open + 1, type.size() - open - 2);
+}
+
+// A sequence or optional input as Python gives it: a list or tuple for a sequence,
+// None for an empty optional; the tensors in it as run() takes tensors.
+ember::Value to_value(const std::string& name, nb::handle value, const ember::ValueDesc* declared,
+                      std::string_view type, std::vector<nb::ndarray<nb::ro>>& keep) {
+  if (type.starts_with("optional(")) {
+    if (value.is_none()) return ember::Value();
+    type = inner_type(type);
+  }
+  if (!type.starts_with("seq(")) return ember::Value(to_tensor(name, value, declared, keep));
+  if (!nb::isinstance<nb::list>(value) && !nb::isinstance<nb::tuple>(value))
+    throw ember::Error("input '" + name + "' is a " + std::string(type) + ": pass a list of arrays, not " +
+                       nb::type_name(value.type()).c_str());
+  std::vector<ember::Value> elements;
+  for (nb::handle element : value) elements.push_back(to_value(name, element, declared, inner_type(type), keep));
+  return ember::Value::sequence(std::move(elements), declared ? declared->dtype : ember::DType::Undefined);
+}
+
+// An output value for Python: an array, a list for a sequence, None for an empty optional.
+nb::object from_value(const std::string& name, const ember::Value& v) {
+  if (v.is_none()) return nb::none();
+  if (v.is_tensor()) return to_numpy(name, v.tensor());
+  nb::list elements;
+  for (const ember::Value& e : v.elements()) elements.append(from_value(name, e));
+  return elements;
+}
+
 std::chrono::steady_clock::time_point deadline_after(std::optional<double> timeout_s) {
   if (!timeout_s) return std::chrono::steady_clock::time_point::max();
   const double t = *timeout_s;
@@ -206,6 +239,8 @@ class PySession {
                       external_data_dir)) {
     for (const auto& d : session_->inputs()) inputs_.push_back(value_info(d));
     for (const auto& d : session_->outputs()) outputs_.push_back(value_info(d));
+    for (const auto* list : {&session_->inputs(), &session_->outputs()})
+      for (const auto& d : *list) passes_values_ = passes_values_ || !d.type.starts_with("tensor(");
   }
 
   const std::vector<ValueInfo>& inputs() const { return inputs_; }
@@ -232,7 +267,7 @@ class PySession {
     }
 
     std::vector<nb::ndarray<nb::ro>> keep;
-    std::vector<std::pair<std::string, ember::Tensor>> named;
+    std::vector<std::pair<std::string, ember::Value>> named;
     for (auto [key, value] : feed) {
       if (!nb::isinstance<nb::str>(key))
         throw nb::type_error(("input names must be str, got " + std::string(nb::type_name(key.type()).c_str())).c_str());
@@ -240,21 +275,34 @@ class PySession {
       const ember::ValueDesc* declared = nullptr;
       for (const auto& d : session_->inputs())
         if (d.name == name) declared = &d;
-      ember::Tensor tensor = to_tensor(name, value, declared, keep);
-      named.emplace_back(std::move(name), std::move(tensor));
+      ember::Value v = declared && !declared->type.starts_with("tensor(")
+                           ? to_value(name, value, declared, declared->type, keep)
+                           : ember::Value(to_tensor(name, value, declared, keep));
+      named.emplace_back(std::move(name), std::move(v));
     }
 
     ember::RunOptions run_options;
     run_options.deadline = deadline_after(timeout);
     run_options.cancel = cancel;
     run_options.profile = profile;
-    std::vector<ember::Tensor> results;
-    {
-      nb::gil_scoped_release no_gil;  // other Python threads run meanwhile
-      results = session_->run(named, run_options);
-    }
     nb::list out;
-    for (size_t i : picked) out.append(to_numpy(outs[i].name, results[i]));
+    if (!passes_values_) {
+      std::vector<std::pair<std::string, ember::Tensor>> tensors;
+      for (auto& [name, v] : named) tensors.emplace_back(std::move(name), v.tensor());
+      std::vector<ember::Tensor> results;
+      {
+        nb::gil_scoped_release no_gil;  // other Python threads run meanwhile
+        results = session_->run(tensors, run_options);
+      }
+      for (size_t i : picked) out.append(to_numpy(outs[i].name, results[i]));
+      return out;
+    }
+    std::vector<ember::Value> results;
+    {
+      nb::gil_scoped_release no_gil;
+      results = session_->run_values(named, run_options);
+    }
+    for (size_t i : picked) out.append(from_value(outs[i].name, results[i]));
     return out;
   }
 
@@ -330,6 +378,7 @@ class PySession {
 
   std::unique_ptr<ember::Session> session_;
   std::vector<ValueInfo> inputs_, outputs_;
+  bool passes_values_ = false;  // a sequence or optional among the inputs or outputs: run_values
 };
 
 nb::list devices() {
@@ -388,6 +437,9 @@ NB_MODULE(_ember, m) {
               "Dims: int when fixed, str when symbolic ('batch'), None when unknown")
       .def_ro("index_bound", &ValueInfo::index_bound,
               "For integer inputs that index a table (token ids): the table's size; 0 if none")
+      .def_ro("type", &ValueInfo::type,
+              "ONNX's type with ember's dtype names: 'tensor(float32)', 'seq(tensor(int64))', "
+              "'optional(tensor(float32))'. A sequence is a list of arrays, an empty optional None")
       .def("__repr__", [](const ValueInfo& v) -> std::string {
         return "ValueInfo(name=" + std::string(nb::repr(nb::str(v.name.c_str())).c_str()) + ", dtype=" +
                nb::str(v.dtype).c_str() + ", shape=" + nb::repr(v.shape).c_str() + ")";
