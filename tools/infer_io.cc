@@ -48,7 +48,7 @@ ember::Value read_sequence(const ember::ValueDesc& d, const std::string& folder)
       throw ember::Error("input '" + d.name + "': the folder " + folder + " holds " + std::to_string(files) +
                          " entries, but no " + file.filename().string() +
                          " (a sequence is 0.npy, 1.npy, ... and nothing else)");
-    elements.emplace_back(ember::read_npy(file.string()));
+    elements.emplace_back(ember::read_npy(file.string(), d.dtype));
   }
   return ember::Value::sequence(std::move(elements), d.dtype);
 }
@@ -108,7 +108,7 @@ std::vector<ember::Tensor> read_tensors(const ember::Session& session, const std
     if (paths[i].empty())
       throw ember::Error("input '" + descs[i].name + "' (" + ember::dtype_name(descs[i].dtype) + " " +
                          format_dims(descs[i].dims) + ") is missing: pass " + descs[i].name + "=file.npy");
-    tensors.push_back(ember::read_npy(paths[i]));
+    tensors.push_back(ember::read_npy(paths[i], descs[i].dtype));
   }
   return tensors;
 }
@@ -138,7 +138,7 @@ std::vector<ember::Value> read_values(const ember::Session& session, const std::
     if (sequence != fs::is_directory(paths[i]))
       throw ember::Error("input '" + d.name + "' is a " + d.type + ": pass " +
                          (sequence ? "a folder of 0.npy, 1.npy, ..." : "a .npy file") + ", not " + paths[i]);
-    values.push_back(sequence ? read_sequence(d, paths[i]) : ember::Value(ember::read_npy(paths[i])));
+    values.push_back(sequence ? read_sequence(d, paths[i]) : ember::Value(ember::read_npy(paths[i], d.dtype)));
   }
   return values;
 }

@@ -32,7 +32,8 @@ constexpr NpyDtype kDtypes[] = {
 };
 
 struct Header {
-  DType dtype = DType::Undefined;
+  DType dtype = DType::Undefined;  // Undefined: raw bytes (raw_bytes per element)
+  int raw_bytes = 0;
   bool big_endian = false;
   bool fortran_order = false;
   Shape shape;
@@ -51,7 +52,22 @@ std::string_view value_of(std::string_view dict, std::string_view key, const std
   return rest;
 }
 
-DType parse_descr(std::string_view v, bool& big_endian, const std::string& path) {
+// numpy has no bfloat16, float8 or 4-bit types: ml_dtypes' arrays of them save as raw
+// bytes, '<V2' (bfloat16) or '<V1' (one byte per element, a 4-bit value in the low bits;
+// float8_e5m2 alone says '<f1'), which only the reader's expected dtype can name.
+bool is_raw_dtype(DType d) {
+  switch (d) {
+    case DType::BFloat16: case DType::Float8E4M3FN: case DType::Float8E4M3FNUZ: case DType::Float8E5M2:
+    case DType::Float8E5M2FNUZ: case DType::Float8E8M0: case DType::Float4E2M1: case DType::Int4:
+    case DType::UInt4: case DType::Int2: case DType::UInt2: return true;
+    default: return false;
+  }
+}
+
+// Bytes per element of a raw dtype in a .npy file (sub-byte ones take a byte each).
+int raw_bytes_of(DType d) { return d == DType::BFloat16 ? 2 : 1; }
+
+DType parse_descr(std::string_view v, bool& big_endian, int& raw_bytes, const std::string& path) {
   if (v.empty() || v.front() != '\'')
     throw Error(path + ": npy dtype is not a simple type (structured arrays are not supported)");
   const size_t end = v.find('\'', 1);
@@ -64,6 +80,10 @@ DType parse_descr(std::string_view v, bool& big_endian, const std::string& path)
   for (const auto& d : kDtypes)
     if (body == d.descr + 1) return d.dtype;
   if (body == "?") return DType::Bool;
+  if (body == "V1" || body == "V2" || body == "f1") {
+    raw_bytes = body == "V2" ? 2 : 1;
+    return DType::Undefined;
+  }
   throw Error(path + ": npy dtype '" + descr + "' is not supported (numeric and bool dtypes only)");
 }
 
@@ -93,7 +113,7 @@ Shape parse_shape(std::string_view v, const std::string& path) {
 
 Header parse_header(std::string_view dict, const std::string& path) {
   Header h;
-  h.dtype = parse_descr(value_of(dict, "descr", path), h.big_endian, path);
+  h.dtype = parse_descr(value_of(dict, "descr", path), h.big_endian, h.raw_bytes, path);
   const std::string_view fortran = value_of(dict, "fortran_order", path);
   if (fortran.starts_with("True")) h.fortran_order = true;
   else if (!fortran.starts_with("False")) throw Error(path + ": npy 'fortran_order' is neither True nor False");
@@ -140,13 +160,53 @@ int64_t checked_numel(const Shape& shape, const std::string& path) {
   return n;
 }
 
-}  // namespace
-
-Tensor read_npy(const std::string& path) {
-  return read_npy_from_bytes(read_whole_file(path, "a .npy file"), path);
+// A raw-bytes .npy (is_raw_dtype) as the dtype the reader expects, 4-bit and 2-bit
+// values packed as ember keeps them (the first in the low bits).
+Tensor read_raw(const Header& h, std::string_view data, DType expected, const std::string& path) {
+  if (!is_raw_dtype(expected) || raw_bytes_of(expected) != h.raw_bytes)
+    throw Error(path + ": npy dtype of raw " + std::to_string(h.raw_bytes) + "-byte elements (what numpy saves for "
+                "ml_dtypes' bfloat16, float8 and int4 arrays) needs an expected dtype of that size, and " +
+                (expected == DType::Undefined ? std::string("none was given") : std::string("the input is ") + dtype_name(expected)));
+  if (h.fortran_order) throw Error(path + ": a raw-bytes npy file must be in C order");
+  const int64_t n = checked_numel(h.shape, path);
+  if (data.size() < static_cast<size_t>(n) * h.raw_bytes)
+    throw Error(path + ": truncated .npy data: " + std::to_string(data.size()) + " bytes for " +
+                std::to_string(n) + " elements of " + std::to_string(h.raw_bytes));
+  Tensor t(expected, h.shape);
+  const int bits = dtype_bits(expected);
+  if (bits >= 8) {
+    std::memcpy(t.data(), data.data(), static_cast<size_t>(n) * h.raw_bytes);
+    if (h.big_endian) swap_bytes(t);
+    return t;
+  }
+  const int per_byte = 8 / bits;
+  const auto mask = static_cast<uint8_t>((1u << bits) - 1);
+  auto* out = t.data_as<uint8_t>();
+  for (int64_t i = 0; i < n; ++i)
+    out[i / per_byte] |= static_cast<uint8_t>((static_cast<uint8_t>(data[i]) & mask) << (bits * (i % per_byte)));
+  return t;
 }
 
-Tensor read_npy_from_bytes(std::string_view bytes, const std::string& path) {
+// A tensor of a raw dtype as numpy saves ml_dtypes' arrays: one element per byte for
+// 4-bit and 2-bit types (unpacked), the bytes as they are otherwise.
+std::string raw_bytes_for_npy(const Tensor& t) {
+  const int bits = dtype_bits(t.dtype());
+  const auto* in = static_cast<const uint8_t*>(t.data());
+  if (bits >= 8) return std::string(reinterpret_cast<const char*>(in), t.nbytes());
+  const int per_byte = 8 / bits;
+  const auto mask = static_cast<uint8_t>((1u << bits) - 1);
+  std::string out(static_cast<size_t>(t.numel()), '\0');
+  for (int64_t i = 0; i < t.numel(); ++i) out[i] = static_cast<char>((in[i / per_byte] >> (bits * (i % per_byte))) & mask);
+  return out;
+}
+
+}  // namespace
+
+Tensor read_npy(const std::string& path, DType expected) {
+  return read_npy_from_bytes(read_whole_file(path, "a .npy file"), path, expected);
+}
+
+Tensor read_npy_from_bytes(std::string_view bytes, const std::string& path, DType expected) {
   if (bytes.size() < kMagicSize + 4 || bytes.compare(0, kMagicSize, kMagic, kMagicSize) != 0)
     throw Error(path + ": not a .npy file (no \\x93NUMPY magic)");
   const auto* u = reinterpret_cast<const uint8_t*>(bytes.data());
@@ -158,7 +218,8 @@ Tensor read_npy_from_bytes(std::string_view bytes, const std::string& path) {
   for (size_t i = 0; i < len_bytes; ++i) header_len |= size_t{u[8 + i]} << (8 * i);
   const size_t data_start = 8 + len_bytes + header_len;
   if (data_start > bytes.size()) throw Error(path + ": truncated .npy header");
-  const Header h = parse_header(bytes.substr(8 + len_bytes, header_len), path);
+  Header h = parse_header(bytes.substr(8 + len_bytes, header_len), path);
+  if (h.dtype == DType::Undefined) return read_raw(h, bytes.substr(data_start), expected, path);
 
   const size_t need = dtype_bytes(h.dtype, checked_numel(h.shape, path));
   if (bytes.size() - data_start < need)
@@ -181,6 +242,8 @@ void write_npy(const std::string& path, const Tensor& tensor) {
   const char* descr = nullptr;
   for (const auto& d : kDtypes)
     if (d.dtype == tensor.dtype()) descr = d.descr;
+  const bool raw = is_raw_dtype(tensor.dtype());
+  if (raw) descr = raw_bytes_of(tensor.dtype()) == 2 ? "<V2" : "|V1";
   if (!descr)
     throw Error(path + ": " + dtype_name(tensor.dtype()) + " has no numpy dtype; convert the tensor first");
 
@@ -203,7 +266,12 @@ void write_npy(const std::string& path, const Tensor& tensor) {
   out.put(0);
   for (size_t i = 0; i < prefix - 8; ++i) out.put(static_cast<char>((header.size() >> (8 * i)) & 0xFF));
   out << header;
-  out.write(static_cast<const char*>(tensor.data()), static_cast<std::streamsize>(tensor.nbytes()));
+  if (raw) {
+    const std::string bytes = raw_bytes_for_npy(tensor);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  } else {
+    out.write(static_cast<const char*>(tensor.data()), static_cast<std::streamsize>(tensor.nbytes()));
+  }
   if (!out) throw Error(path + ": writing the file failed");
 }
 

@@ -4,6 +4,7 @@
 
 #include <ember/core/npy.h>
 
+#include <cstring>
 #include <random>
 
 namespace ember::test {
@@ -160,12 +161,48 @@ TEST(Npy, MalformedFilesNameTheFileAndTheProblem) {
   EXPECT_TRUE(contains(error_of([&] { read_npy(dir / "none.npy"); }), "no such file"));
 }
 
-TEST(Npy, WritingDtypesNumpyLacksIsRefused) {
+TEST(Npy, AFolderThatDoesNotExistIsAClearErrorWhenWriting) {
   TempDir dir;
-  std::string msg = error_of([&] { write_npy(dir / "b.npy", Tensor(DType::BFloat16, {2})); });
-  EXPECT_TRUE(contains(msg, "bfloat16 has no numpy dtype")) << msg;
   EXPECT_TRUE(contains(error_of([&] { write_npy(dir / "no/such/dir/x.npy", Tensor(DType::Float32, {1})); }),
                        "cannot open"));
+}
+
+// bfloat16, float8 and 4-bit tensors go out as numpy saves ml_dtypes' arrays (raw bytes,
+// 4-bit values one per byte) and come back as the dtype the reader expects.
+TEST(Npy, DtypesNumpyLacksRoundTripAsRawBytes) {
+  TempDir dir;
+  std::mt19937 rng(11);
+  for (DType dtype : {DType::BFloat16, DType::Float8E4M3FN, DType::Float8E5M2, DType::Float8E4M3FNUZ,
+                      DType::Int4, DType::UInt4, DType::Float4E2M1}) {
+    const Tensor t = random_bytes(dtype, {2, 3}, rng);
+    write_npy(dir / "raw.npy", t);
+    const std::string header = read_whole(dir / "raw.npy").substr(10, 20);
+    EXPECT_TRUE(contains(header, dtype == DType::BFloat16 ? "'<V2'" : "'|V1'")) << dtype_name(dtype) << header;
+    const Tensor back = read_npy(dir / "raw.npy", dtype);
+    ASSERT_EQ(back.dtype(), dtype);
+    ASSERT_EQ(back.shape(), t.shape());
+    EXPECT_EQ(std::memcmp(back.data(), t.data(), t.nbytes()), 0) << dtype_name(dtype);
+  }
+}
+
+// Bytes np.save writes for ml_dtypes.int4([-1, 3, -8, 7]) and bfloat16([1.0, -2.0]).
+TEST(Npy, MlDtypesFilesAreReadAsTheExpectedDtype) {
+  TempDir dir;
+  write_file(dir / "i4.npy", npy_bytes("{'descr': '<V1', 'fortran_order': False, 'shape': (4,), }\n",
+                                       std::string("\x0f\x03\x08\x07", 4)));
+  const Tensor i4 = read_npy(dir / "i4.npy", DType::Int4);
+  EXPECT_EQ(i4.data_as<uint8_t>()[0], 0x3F);  // -1 then 3, the first in the low nibble
+  EXPECT_EQ(i4.data_as<uint8_t>()[1], 0x78);  // -8 then 7
+  write_file(dir / "bf.npy", npy_bytes("{'descr': '<V2', 'fortran_order': False, 'shape': (2,), }\n",
+                                       std::string("\x80\x3f\x00\xc0", 4)));
+  const Tensor bf = read_npy(dir / "bf.npy", DType::BFloat16);
+  EXPECT_EQ(bf.data_as<uint16_t>()[0], 0x3F80);
+  EXPECT_EQ(bf.data_as<uint16_t>()[1], 0xC000);
+  std::string msg = error_of([&] { read_npy(dir / "bf.npy"); });
+  EXPECT_TRUE(contains(msg, "bf.npy: npy dtype of raw 2-byte elements")) << msg;
+  EXPECT_TRUE(contains(msg, "none was given")) << msg;
+  msg = error_of([&] { read_npy(dir / "bf.npy", DType::Float8E4M3FN); });
+  EXPECT_TRUE(contains(msg, "the input is float8e4m3fn")) << msg;
 }
 
 }  // namespace

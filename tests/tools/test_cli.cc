@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -433,4 +434,27 @@ TEST_F(Cli, ASequenceInputThatIsNotAFolderOfNumberedFilesIsRefused) {
   write_input("gap/2.npy", ember::DType::Float32, {1, 4});
   expect_one_line_error(infer(model + " seq=" + (dir_ / "gap").string() + " x=" + x), "no 1.npy");
   expect_one_line_error(infer(model + " x=" + x), "input 'seq' (seq(tensor(float32))) is missing");
+}
+
+// x is bfloat16 (an ml_dtypes array as np.save writes it: '<V2'), cast to float32.
+TEST_F(Cli, ABfloat16InputSavedByNumpyIsReadAsTheModelDeclaresIt) {
+  const auto model = write_model("bf16.onnx", [](onnx::ModelProto& m) {
+    auto* g = m.mutable_graph();
+    g->mutable_input(0)->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::BFLOAT16);
+    auto* n = g->mutable_node(0);
+    n->set_op_type("Cast");
+    auto* to = n->add_attribute();
+    to->set_name("to");
+    to->set_type(onnx::AttributeProto::INT);
+    to->set_i(onnx::TensorProto::FLOAT);
+  });
+  ember::Tensor x(ember::DType::BFloat16, {1, 4});
+  const uint16_t bits[4] = {0x3F80, 0xC000, 0x4049, 0x0000};  // 1, -2, 3.140625, 0
+  std::memcpy(x.data(), bits, sizeof bits);
+  ember::write_npy((dir_ / "x.npy").string(), x);
+  const Result r = infer(model + " " + (dir_ / "x.npy").string() + " -o " + (dir_ / "outs").string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const ember::Tensor y = ember::read_npy((dir_ / "outs" / "y%3Aout%2F1.npy").string());
+  const float want[4] = {1.0f, -2.0f, 3.140625f, 0.0f};
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(y.data_as<float>()[i], want[i]);
 }
