@@ -3,6 +3,8 @@
 // the tap's position plus its offset (zero outside X).
 #include "test_conv_util.h"
 
+#include <thread>
+
 namespace ember::test {
 namespace {
 
@@ -141,6 +143,38 @@ TEST(DeformConv, NoInputChannelsOrAnEmptyPlaneGiveTheBias) {
   check({1, 0, 4, 5}, {3, 0, 2, 2}, {}, true, false, 45);
   check({2, 2, 0, 5}, {3, 2, 1, 1}, {{1, 1}, {1, 1}, {1, 0, 1, 0}}, true, true, 46);
   check({0, 2, 4, 5}, {3, 2, 2, 2}, {}, true, true, 47);
+}
+
+// One kernel, several threads running it at once, each with its own inputs and
+// workspace (the column matrix lives there, so runs must not share it).
+TEST(DeformConv, ConcurrentRunsOfOneKernel) {
+  const DeformParams p{{1, 2}, {1, 1}, {1, 1, 1, 0}, 1, 2};
+  const Node node = deform_node(p, 5);
+  std::vector<Inputs> ins;
+  for (uint32_t t = 0; t < 4; ++t) ins.push_back(random_inputs({1, 4, 9, 11}, {6, 4, 3, 3}, p, 80 + 10 * t));
+  std::vector<TensorType> types;
+  for (const Tensor* v : {&ins[0].x, &ins[0].w, &ins[0].offset, &ins[0].b, &ins[0].mask})
+    types.push_back({v->dtype(), v->shape()});
+  const std::vector<const Tensor*> unknown(5, nullptr);
+  KernelInit init{node, 19, Device{}, types, unknown, infer_node(node, 19, types, unknown)};
+  std::string why;
+  const auto kernel = find_kernels("", "DeformConv", 19, DeviceKind::Cpu).at(0)->factory(init, &why);
+  ASSERT_TRUE(kernel) << why;
+  std::vector<Tensor> ys;
+  std::vector<std::vector<char>> workspaces(4, std::vector<char>(init.workspace_bytes + 64));
+  for (int t = 0; t < 4; ++t) ys.emplace_back(DType::Float32, init.outputs[0].shape);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      const Tensor* in[] = {&ins[t].x, &ins[t].w, &ins[t].offset, &ins[t].b, &ins[t].mask};
+      Tensor* out[] = {&ys[t]};
+      void* ws = workspaces[t].data() + (64 - reinterpret_cast<uintptr_t>(workspaces[t].data()) % 64);
+      for (int rep = 0; rep < 20; ++rep) kernel->run(RunArgs{in, out, ws, 1, nullptr});
+    });
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < 4; ++t)
+    expect_close(ys[t], reference_deform_conv(ins[t].x, ins[t].w, ins[t].offset, &ins[t].b, &ins[t].mask, p), kRtol,
+                 kAtol);
 }
 
 TEST(DeformConv, RefusesFloat64) {
