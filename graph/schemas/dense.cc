@@ -1,6 +1,6 @@
-// Schemas of the dense ops: convolutions, pooling, batch norm, MatMul and Gemm, their
-// com.ember fused forms (same inference as the base op), and the channels-last forms of
-// convolution and pooling.
+// Schemas of the dense ops: convolutions (DeformConv too), pooling, batch norm, MatMul
+// and Gemm, their com.ember fused forms (same inference as the base op), and the
+// channels-last forms of convolution and pooling.
 #include "graph/schema.h"
 #include "graph/schemas/window.h"
 
@@ -73,6 +73,42 @@ std::vector<TensorType> infer_conv_transpose(const InferContext& ctx) {
   Shape y{x[0], w[1] * group};
   y.insert(y.end(), t.window.out.begin(), t.window.out.end());
   return {{ctx.input(0).dtype, y}};
+}
+
+// DeformConv (opset 19), 2-D: X [N, C, H, W], W [M, C / group, kH, kW], offset
+// [N, 2 * offset_group * kH * kW, oH, oW] (a (dy, dx) pair per offset group and kernel
+// tap), optional B [M] and mask [N, offset_group * kH * kW, oH, oW]. The output's
+// spatial size is Conv's; offset and mask must agree with it.
+std::vector<TensorType> infer_deform_conv(const InferContext& ctx) {
+  const Shape& x = ctx.input(0).shape;
+  const Shape& w = ctx.input(1).shape;
+  if (x.size() != 4) ctx.fail("only 2-D DeformConv is supported: X must be N x C x H x W, got " + shape_to_string(x));
+  const Shape kernel = conv_kernel_shape(ctx.node, w);
+  const int64_t group = ctx.node.attributes.get_int_or("group", 1);
+  const int64_t offset_group = ctx.node.attributes.get_int_or("offset_group", 1);
+  if (w.size() != 4 || group < 1 || x[1] != w[1] * group || w[0] % group != 0)
+    ctx.fail("X " + shape_to_string(x) + ", W " + shape_to_string(w) + " and group " + std::to_string(group) +
+             " do not fit (need W = M x C/group x kH x kW, M % group = 0)");
+  if (offset_group < 1 || x[1] % offset_group != 0)
+    ctx.fail("offset_group " + std::to_string(offset_group) + " must be positive and divide the " +
+             std::to_string(x[1]) + " input channels");
+  const WindowGeometry g = forward_window(ctx.node, spatial_dims(x, Layout::ChannelsFirst), kernel, false);
+  const DType t = ctx.input(0).dtype;
+  const int64_t taps = offset_group * kernel[0] * kernel[1];
+  const Shape offset{x[0], 2 * taps, g.out[0], g.out[1]}, mask{x[0], taps, g.out[0], g.out[1]};
+  if (ctx.input(2).shape != offset)
+    ctx.fail("offset must have shape " + shape_to_string(offset) + " (N, 2 * offset_group * kH * kW, oH, oW), got " +
+             shape_to_string(ctx.input(2).shape));
+  if (ctx.has_input(3) && ctx.input(3).shape != Shape{w[0]})
+    ctx.fail("B must have shape [" + std::to_string(w[0]) + "], got " + shape_to_string(ctx.input(3).shape));
+  if (ctx.has_input(4) && ctx.input(4).shape != mask)
+    ctx.fail("mask must have shape " + shape_to_string(mask) + " (N, offset_group * kH * kW, oH, oW), got " +
+             shape_to_string(ctx.input(4).shape));
+  for (size_t i = 1; i < ctx.num_inputs(); ++i)
+    if (ctx.has_input(i) && ctx.input(i).dtype != t)
+      ctx.fail(std::string("all inputs must have X's type ") + dtype_name(t) + ", input " + std::to_string(i) +
+               " is " + dtype_name(ctx.input(i).dtype));
+  return {{t, {x[0], w[0], g.out[0], g.out[1]}}};
 }
 
 Shape pool_output(const InferContext& ctx, Layout layout) {
@@ -183,6 +219,7 @@ std::vector<TensorType> infer_gemm(const InferContext& ctx) {
 EMBER_SCHEMA("Conv", "", infer_conv);
 EMBER_SCHEMA("FusedConv", "com.ember", infer_conv);
 EMBER_SCHEMA("ConvTranspose", "", infer_conv_transpose);
+EMBER_SCHEMA("DeformConv", "", infer_deform_conv);
 EMBER_SCHEMA("MaxPool", "", infer_max_pool);
 EMBER_SCHEMA("AveragePool", "", infer_pool);
 EMBER_SCHEMA("LpPool", "", infer_pool);

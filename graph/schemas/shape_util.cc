@@ -259,7 +259,10 @@ void read_resize_attributes(const InferContext& ctx, bool upsample, ResizeParams
   p.cubic_coeff_a = attrs.get_float_or("cubic_coeff_a", -0.75f);
   p.exclude_outside = attrs.get_int_or("exclude_outside", 0) != 0;
   p.extrapolation_value = attrs.get_float_or("extrapolation_value", 0.0f);
-  if (attrs.get_int_or("antialias", 0)) ctx.fail("antialias is not supported");
+  p.antialias = ctx.opset >= 18 && attrs.get_int_or("antialias", 0) != 0;
+  // The spec defines the antialiasing filter for linear and cubic only (the ONNX
+  // reference rejects it for nearest too).
+  if (p.antialias && p.mode == "nearest") ctx.fail("antialias needs mode linear or cubic, not nearest");
 }
 
 }  // namespace

@@ -63,6 +63,7 @@ struct ResizeParams {
   std::string nearest_mode;            // round_prefer_floor, ..., or "simple" (opset < 11)
   double cubic_coeff_a = -0.75;
   bool exclude_outside = false;
+  bool antialias = false;              // linear/cubic: stretch the filter when downsampling
   double extrapolation_value = 0;
 };
 ResizeParams resize_params(const InferContext& ctx);

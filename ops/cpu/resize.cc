@@ -1,7 +1,8 @@
 // Resize (opset 10+) and Upsample (7-9). Every dim is sampled independently: per
 // output index, a source coordinate by coordinate_transformation_mode, then either the
 // nearest input index (an IndexCopy, any dtype) or a few weighted taps (linear: 2,
-// cubic: 4; float32/float64) combined over all resized dims.
+// cubic: 4, more when antialiasing a downsample; float32/float64) combined over all
+// resized dims.
 #include "graph/schemas/shape_util.h"
 #include "ops/cpu/index_copy.h"
 #include "ops/cpu/parallel.h"
@@ -9,6 +10,7 @@
 
 #include <ember/core/element_types.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 
@@ -99,10 +101,15 @@ struct Taps {
   std::vector<uint8_t> extrapolated;
 };
 
-std::array<double, 4> cubic_weights(double r, double a) {
-  auto near = [a](double x) { return ((a + 2) * x - (a + 3)) * x * x + 1; };         // |x| <= 1
-  auto far = [a](double x) { return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a; };  // 1 < |x| < 2
-  return {far(r + 1), near(r), near(1 - r), far(2 - r)};
+// The interpolation filter at distance t from the source coordinate: a triangle of
+// radius 1 (linear) or Keys' cubic of radius 2 with coefficient a.
+double filter(const ResizeParams& p, double t) {
+  t = std::abs(t);
+  if (p.mode == "linear") return std::max(0.0, 1 - t);
+  const double a = p.cubic_coeff_a;
+  if (t <= 1) return ((a + 2) * t - (a + 3)) * t * t + 1;
+  if (t < 2) return ((a * t - 5 * a) * t + 8 * a) * t - 4 * a;
+  return 0;
 }
 
 Taps make_taps(const ResizeParams& p, size_t d, int64_t in_len, int64_t stride) {
@@ -114,22 +121,34 @@ Taps make_taps(const ResizeParams& p, size_t d, int64_t in_len, int64_t stride) 
     t.extrapolated.assign(out_len, 0);
     return t;
   }
-  t.taps = p.mode == "cubic" ? 4 : 2;
+  if (out_len == 0) return t;  // and a scale that small would make the stretched filter huge
+  // Antialiasing stretches the filter by 1 / scale when downsampling, so each output
+  // averages every input it covers; without it (or when enlarging) the filter keeps
+  // its width and takes 2 (linear) or 4 (cubic) taps. Taps go from `first`, the tap
+  // count is even, and the window is centred on the source coordinate x as the spec's
+  // reference picks it (x whole: ratio 1 against the sample before).
+  const double radius = p.mode == "cubic" ? 2 : 1;
+  const double s = p.antialias ? std::min(p.scales[d], 1.0) : 1.0;
+  const int64_t start = static_cast<int64_t>(std::floor(-radius / s)) + 1;
+  t.taps = 2 - 2 * start;
+  std::vector<double> w(t.taps);
   for (int64_t i = 0; i < out_len; ++i) {
     const double x = source_coordinate(p, d, i, in_len, out_len);
-    const double fl = std::floor(x), r = x - fl;
-    const int64_t first = static_cast<int64_t>(fl) - (t.taps == 4 ? 1 : 0);
-    std::array<double, 4> w = t.taps == 4 ? cubic_weights(r, p.cubic_coeff_a) : std::array<double, 4>{1 - r, r};
+    const double fl = std::floor(x);
+    const bool whole = x == fl;
+    const double ratio = whole ? 1 : x - fl;
+    const int64_t first = static_cast<int64_t>(fl) - (whole ? 1 : 0) + start;
     double sum = 0;
     for (int64_t k = 0; k < t.taps; ++k) {
       const int64_t j = first + k;
-      if (p.exclude_outside && (j < 0 || j >= in_len)) w[k] = 0;
+      w[k] = p.exclude_outside && (j < 0 || j >= in_len) ? 0 : filter(p, (start + k - ratio) * s);
       sum += w[k];
     }
     for (int64_t k = 0; k < t.taps; ++k) {
-      // Taps outside the input read the edge (the reference pads in edge mode).
+      // Taps outside the input read the edge (the reference pads in edge mode). The
+      // weights are normalized: a stretched or clipped filter does not sum to 1.
       t.offset.push_back(std::clamp<int64_t>(first + k, 0, in_len - 1) * stride);
-      t.weight.push_back(p.exclude_outside && sum != 0 ? w[k] / sum : w[k]);
+      t.weight.push_back(sum != 0 ? w[k] / sum : w[k]);
     }
     t.extrapolated.push_back(extrapolated(p, x, in_len));
   }

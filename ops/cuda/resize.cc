@@ -4,11 +4,14 @@
 // float32 and float16), with coordinate_transformation_mode half_pixel,
 // pytorch_half_pixel, align_corners, asymmetric or tf_half_pixel_for_nn. scales/sizes
 // must be plan-time constants. Declined (the CPU runs them): cubic, exclude_outside
-// with linear, tf_crop_and_resize, half_pixel_symmetric, resizing a leading dim.
+// with linear, antialias when downsampling, tf_crop_and_resize, half_pixel_symmetric,
+// resizing a leading dim.
 #include "graph/schemas/shape_util.h"
 #include "ops/cuda/cuda_common.h"
 #include "ops/cuda/movement_plans.h"
 #include "ops/registry.h"
+
+#include <algorithm>
 
 namespace ember::cuda {
 
@@ -69,6 +72,11 @@ bool plan_resize(const KernelInit& init, ResizeDesc& d, std::string* why_not) {
   d.linear = p.mode == "linear";
   if (d.linear && p.exclude_outside) {
     *why_not = "exclude_outside is not supported on CUDA";
+    return false;
+  }
+  // Antialiasing widens the filter only where a dim shrinks; elsewhere it is plain linear.
+  if (d.linear && p.antialias && std::any_of(p.scales.begin(), p.scales.end(), [](double s) { return s < 1; })) {
+    *why_not = "antialias when downsampling is not supported on CUDA";
     return false;
   }
   const std::string& c = p.coordinate_mode;

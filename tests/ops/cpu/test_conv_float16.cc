@@ -67,6 +67,15 @@ TEST(Float16, MaxPoolAndBatchNorm) {
                             random_floats({3}, 10), random_floats({3}, 11, 0.5f, 1.5f)});
 }
 
+TEST(Float16, DeformConvWithMaskAndBias) {
+  Node node = make_node("DeformConv", 5);
+  node.attributes.set_ints("pads", {1, 1, 1, 1});
+  check_half_matches_float(node, 19,
+                           {random_floats({1, 2, 5, 6}, 1), random_floats({3, 2, 3, 3}, 2),
+                            random_floats({1, 18, 5, 6}, 3, -2, 2), random_floats({3}, 4),
+                            random_floats({1, 9, 5, 6}, 5, 0, 1)});
+}
+
 TEST(Float16, RefusesMixingWithIntegers) {
   EXPECT_NE(why_refused(make_node("MatMul", 2), 13, {{DType::Float16, {2, 3}}, {DType::Int32, {3, 2}}}), "");
 }

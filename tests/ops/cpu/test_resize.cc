@@ -15,6 +15,7 @@ struct Options {
   bool exclude_outside = false;
   double extrapolation = 0;
   std::vector<double> roi = {};  // per dim start..., end...; empty: none
+  bool antialias = false;
 };
 
 double source_x(const Options& o, int64_t i, int64_t in, int64_t out, double scale, size_t d, size_t rank) {
@@ -32,7 +33,29 @@ double source_x(const Options& o, int64_t i, int64_t in, int64_t out, double sca
   return len != 1 ? s * (in - 1) + x * (e - s) * (in - 1) / (len - 1) : 0.5 * (s + e) * (in - 1);
 }
 
-std::vector<double> coefficients(const Options& o, double ratio, bool integer) {
+// Antialiasing (opset 18) as the reference writes it: the filter evaluated at
+// scale * (i - ratio) over 2 - 2 * start taps, normalized.
+std::vector<double> antialias_coefficients(const Options& o, double ratio, double scale) {
+  scale = std::min(scale, 1.0);
+  const double radius = o.mode == "linear" ? 1 : 2, a = o.a;
+  const int start = static_cast<int>(std::floor(-radius / scale) + 1);
+  std::vector<double> c;
+  double sum = 0;
+  for (int i = start; i < 2 - start; ++i) {
+    const double x = std::abs(scale * (i - ratio));
+    double w = 0;
+    if (o.mode == "linear") w = std::clamp(1 - x, 0.0, 1.0);
+    else if (x <= 1) w = (a + 2) * x * x * x - (a + 3) * x * x + 1;
+    else if (x < 2) w = a * x * x * x - 5 * a * x * x + 8 * a * x - 4 * a;
+    c.push_back(w);
+    sum += w;
+  }
+  for (double& w : c) w /= sum;
+  return c;
+}
+
+std::vector<double> coefficients(const Options& o, double ratio, bool integer, double scale) {
+  if (o.antialias) return antialias_coefficients(o, ratio, scale);
   if (o.mode == "nearest") {
     if (integer) return {0, 1};
     if (o.nearest == "round_prefer_floor") return {double(ratio <= 0.5), double(ratio > 0.5)};
@@ -49,9 +72,9 @@ std::vector<double> coefficients(const Options& o, double ratio, bool integer) {
 }
 
 // The samples (input index, weight) along one dim for source coordinate x.
-std::vector<std::pair<int64_t, double>> samples(const Options& o, double x, int64_t in) {
+std::vector<std::pair<int64_t, double>> samples(const Options& o, double x, int64_t in, double scale) {
   const bool integer = x == std::floor(x);
-  std::vector<double> c = coefficients(o, integer ? 1.0 : x - std::floor(x), integer);
+  std::vector<double> c = coefficients(o, integer ? 1.0 : x - std::floor(x), integer, scale);
   const int64_t n = static_cast<int64_t>(c.size()), pad = (n + 1) / 2;
   std::vector<int64_t> cand;
   for (int64_t i = 0; i < in + 2 * pad; ++i) cand.push_back(i);
@@ -86,7 +109,7 @@ Tensor resize_reference(const Tensor& x, const Shape& out, const std::vector<dou
       }
       const double sx = source_x(o, idx[d], in, out[d], scales[d], d, rank);
       if (o.coord == "tf_crop_and_resize" && (sx < 0 || sx > in - 1)) extrapolate = true;
-      per_dim[d] = samples(o, sx, in);
+      per_dim[d] = samples(o, sx, in, scales[d]);
     }
     double acc = 0;
     std::vector<size_t> pick(rank, 0);
@@ -115,6 +138,7 @@ Node resize_node(const Options& o, size_t inputs, std::vector<bool> present) {
   n.attributes.set_float("cubic_coeff_a", static_cast<float>(o.a));
   n.attributes.set_int("exclude_outside", o.exclude_outside);
   n.attributes.set_float("extrapolation_value", static_cast<float>(o.extrapolation));
+  n.attributes.set_int("antialias", o.antialias);
   return n;
 }
 
@@ -198,6 +222,49 @@ TEST(Resize, AxesAndKeepAspectRatioFromOpset18) {
   }
 }
 
+// Antialias widens the filter only when shrinking: the 0.6 and 0.35 dims take 4 and 6
+// (linear) or 8 and 12 (cubic) taps, the 1.5 dim keeps 2 or 4.
+TEST(Resize, AntialiasLinearAndCubicEveryCoordinateModeAndExcludeOutside) {
+  for (const std::string mode : {"linear", "cubic"})
+    for (const auto& coord : kCoordModes)
+      for (bool exclude : {false, true}) {
+        Options o{.mode = mode, .coord = coord, .a = -0.5, .exclude_outside = exclude, .antialias = true};
+        check_scales(o, {1, 7, 9, 5}, {1, 0.6f, 0.35f, 1.5f});
+        check_sizes(o, {2, 11, 6}, {2, 4, 5});
+      }
+}
+
+TEST(Resize, AntialiasWithTfCropAndResizeAxesAndKeepAspectRatio) {
+  Options crop{.mode = "linear", .coord = "tf_crop_and_resize", .extrapolation = -2,
+               .roi = {0, 0, 0.1, -0.2, 1, 1, 0.8, 1.1}, .antialias = true};
+  check_scales(crop, {1, 2, 9, 10}, {1, 1, 0.5f, 0.3f});
+  std::mt19937 rng(65);
+  const Tensor x = random_tensor(DType::Float32, {1, 2, 10, 7}, rng);
+  for (const std::string policy : {"not_larger", "not_smaller"}) {
+    Options o{.mode = "cubic", .antialias = true};
+    Node n = resize_node(o, 4, {true, false, false, true});
+    n.attributes.set_ints("axes", {3, 2});
+    n.attributes.set_string("keep_aspect_ratio_policy", policy);
+    const Tensor sizes = ints({3, 4});  // width x3/7, height x0.4
+    const double scale = policy == "not_larger" ? 0.4 : 3.0 / 7;
+    const Shape out{1, 2, static_cast<int64_t>(10 * scale + 0.5), static_cast<int64_t>(7 * scale + 0.5)};
+    expect_close(run(n, 18, {&x, nullptr, nullptr, &sizes})[0], resize_reference(x, out, {1, 1, scale, scale}, o),
+                 0, 1e-4f);
+  }
+}
+
+TEST(Resize, AntialiasLinearHalvingAveragesFourInputsByHand) {
+  // half_pixel, scale 0.5: output i samples x = 2i + 0.5 with the triangle stretched to
+  // radius 2: weights 1/8, 3/8, 3/8, 1/8 on inputs 2i-1 .. 2i+2 (edge-clamped).
+  const Tensor x = floats({1, 2, 3, 4, 5, 6, 7, 8}, {1, 8});
+  const Tensor scales = floats({1, 0.5f});
+  const Node n = resize_node(Options{.mode = "linear", .antialias = true}, 3, {true, false, true});
+  expect_close(run(n, 18, {&x, nullptr, &scales})[0], floats({1.625f, 3.5f, 5.5f, 7.375f}, {1, 4}), 0, 1e-6f);
+  // Without antialias the same resize interpolates between inputs 2i and 2i+1.
+  const Node plain = resize_node(Options{.mode = "linear"}, 3, {true, false, true});
+  expect_close(run(plain, 18, {&x, nullptr, &scales})[0], floats({1.5f, 3.5f, 5.5f, 7.5f}, {1, 4}), 0, 1e-6f);
+}
+
 TEST(Resize, NearestIsDtypeAgnostic) {
   std::mt19937 rng(64);
   for (DType dt : {DType::Int64, DType::Bool, DType::Float16}) {
@@ -268,6 +335,9 @@ TEST(Resize, Errors) {
   expect_error(n, "one value per", [&] { run(n, 13, {&x, nullptr, &wrong}); });
   Node bad_mode = resize_node(Options{.mode = "area"}, 3, {true, false, true});
   expect_error(bad_mode, "mode", [&] { run(bad_mode, 13, {&x, nullptr, &scales}); });
+  Node nearest_antialias = resize_node(Options{.antialias = true}, 3, {true, false, true});
+  expect_error(nearest_antialias, "antialias needs mode linear or cubic",
+               [&] { run(nearest_antialias, 18, {&x, nullptr, &scales}); });
 }
 
 }  // namespace

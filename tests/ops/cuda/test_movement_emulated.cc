@@ -432,6 +432,23 @@ TEST(CudaMovementEmulated, ResizeLinearMatchesCpu) {
   }
 }
 
+TEST(CudaMovementEmulated, ResizeAntialiasIsLeftToTheCpuWhenDownsampling) {
+  std::mt19937 rng(23);
+  for (const float scale : {0.5f, 2.f}) {
+    Attributes a = with_string("mode", "linear");
+    a.set_int("antialias", 1);
+    MoveCase c;
+    c.node = make_node("Resize", 4, 1, a);
+    c.opset = 19;
+    c.inputs = {random_tensor(DType::Float32, {1, 1, 6, 8}, -100, 100, rng), Tensor(),
+                float_vector({1, 1, scale, scale}), Tensor()};
+    c.plan_time = {2, 3};
+    // Enlarging, antialias changes nothing and CUDA runs it as plain linear.
+    if (scale < 1) EXPECT_NE(cuda_declines(c).find("antialias"), std::string::npos);
+    else EXPECT_EQ(cuda_declines(c), "");
+  }
+}
+
 // ---- Trilu / OneHot -----------------------------------------------------------------------
 
 TEST(CudaMovementEmulated, TriluAndOneHotMatchCpu) {
