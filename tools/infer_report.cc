@@ -96,7 +96,7 @@ std::string facts_table(const ReportData& d) {
   s += row("precision", d.run.precision);
   s += row("threads per run", d.run.threads > 0 ? std::to_string(d.run.threads) : "every core (default)");
   s += row("concurrency", std::to_string(std::max(d.settings.concurrency, 1)) + " thread(s) sharing the session");
-  s += row("inputs", (inputs.empty() ? "none" : inputs) + (d.run.random_inputs ? " (random)" : " (from files)"));
+  s += row("inputs", inputs.empty() ? "none" : inputs + (d.run.random_inputs ? " (random)" : " (from files)"));
   s += row("batch", std::to_string(r.items_per_run));
   s += row("warm-up", std::to_string(d.settings.warmup) + " untimed run(s) per thread");
   s += row("timed runs", std::to_string(r.latencies_ms.size()));
@@ -268,9 +268,10 @@ std::string histogram_svg(const std::vector<double>& values, const std::vector<M
   }
   for (size_t i = 0; i < marks.size(); ++i) {
     const double at = x(marks[i].value);
+    const bool left = at > kWidth - kRight - 100;  // a label near the right edge goes left of its line
     s += "<line class=\"mark\" x1=\"" + num(at, 1) + "\" x2=\"" + num(at, 1) + "\" y1=\"" + num(kTop - 6, 1) +
-         "\" y2=\"" + num(height - kBottom, 1) + "\"/><text class=\"mark-label\" x=\"" + num(at + 3, 1) +
-         "\" y=\"" + num(kTop + 8 + 12 * static_cast<double>(i), 1) + "\">" + html_escape(marks[i].label) + " " +
+         "\" y2=\"" + num(height - kBottom, 1) + "\"/><text class=\"mark-label\" x=\"" + num(left ? at - 3 : at + 3, 1) +
+         "\" text-anchor=\"" + (left ? "end" : "start") + "\" y=\"" + num(kTop + 8 + 12 * static_cast<double>(i), 1) + "\">" + html_escape(marks[i].label) + " " +
          num(marks[i].value) + "</text>\n";
   }
   return s + "</svg>";
