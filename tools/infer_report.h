@@ -29,7 +29,7 @@ std::string report_html(const ReportData& data);
 // attributes.
 std::string html_escape(const std::string& text);
 
-// The charts, each an <svg> element. Values are in `unit` ("ms").
+// The charts, each an <svg> element, of values in ms (never an empty list of them).
 struct Mark {
   std::string label;
   double value;
