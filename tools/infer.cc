@@ -6,6 +6,7 @@
 #include "tools/infer_bench.h"
 #include "tools/infer_inputs.h"
 #include "tools/infer_io.h"
+#include "tools/infer_report.h"
 
 #include <CLI/CLI.hpp>
 
@@ -31,7 +32,7 @@ struct Options {
   std::string output_dir;
   std::string device = "cpu";
   std::string precision = "fp32";
-  std::string trace_path, summary_json;
+  std::string trace_path, summary_json, report;
   int threads = 0, repeat = 0, warmup = 3, batch = 0, concurrency = 1;
   double timeout_ms = 0;  // per run; 0: none
   double duration_s = 0;  // benchmark for this long; 0: --repeat runs
@@ -141,6 +142,28 @@ void print_info(const ember::Session& session) {
   for (const auto& v : session.outputs()) std::cout << "output " << v.name << ": " << describe(v) << "\n";
 }
 
+// --report: the page, with a profile of the timed runs (--profile) or of a few runs
+// made after them.
+void write_report(ember::Session& session, const std::vector<ember::Tensor>& inputs, const infer::BenchResult& result,
+                  const infer::BenchSettings& settings, const infer::RunDescription& run, const Options& opt,
+                  const ember::Profile& bench_profile, std::ofstream& out) {
+  ember::Profile separate;
+  std::string how = "Profiled during the timed runs (--profile), whose times therefore include the profiler's cost.";
+  if (!opt.profile) {
+    constexpr int kRuns = 20;
+    constexpr double kSeconds = 2;
+    infer::profile_runs(session, inputs, separate, kRuns, kSeconds, opt.timeout_ms);
+    how = "Profiled after the timed runs, on one thread, so the profiler does not slow them: " +
+          std::to_string(separate.runs) + " run(s) (at most " + std::to_string(kRuns) + " runs or " +
+          std::to_string(static_cast<int>(kSeconds)) + " s).";
+  }
+  out << infer::report_html({result, settings, run, opt.profile ? bench_profile : separate, how,
+                             session.explain(inputs), session.memory_report(), infer::peak_resident_bytes()});
+  out.close();
+  if (!out) throw ember::Error("cannot write the report to " + opt.report);
+  std::cout << "report written to " << opt.report << "\n";
+}
+
 ember::LogLevel parse_log_level(const std::string& name) {
   for (auto level : {ember::LogLevel::None, ember::LogLevel::Error, ember::LogLevel::Warning, ember::LogLevel::Info,
                      ember::LogLevel::Debug})
@@ -177,6 +200,9 @@ int run(const Options& opt) {
     return 0;
   }
   if (opt.model.empty()) throw CLI::RequiredError("MODEL");
+  const bool bench = opt.repeat > 0 || opt.duration_s > 0;
+  if (!opt.report.empty() && !bench)
+    throw CLI::ValidationError("--report", "the report is of a benchmark: give --repeat N or --duration S too");
   if (opt.cuda_graph && opt.device.rfind("cuda", 0) != 0)
     throw ember::Error("--cuda-graph needs --device cuda or cuda:N (the device is " + opt.device + ")");
 
@@ -212,7 +238,6 @@ int run(const Options& opt) {
 
   ember::Profile profile;
   ember::RunOptions run_options = infer::run_options_with_timeout(opt.timeout_ms);
-  const bool bench = opt.repeat > 0 || opt.duration_s > 0;
   if (opt.profile && !bench) run_options.profile = &profile;
   std::vector<ember::Tensor> first;
   {
@@ -237,16 +262,23 @@ int run(const Options& opt) {
         if (opt.repeat > 0) std::fprintf(stderr, " (of %d runs)", opt.repeat);
         std::fflush(stderr);
       };
+    // Opened now, so a path that cannot be written fails before the benchmark, not after.
+    std::ofstream report;
+    if (!opt.report.empty()) {
+      report.open(opt.report);
+      if (!report) throw ember::Error("cannot write the report to " + opt.report);
+    }
     const infer::BenchResult result = infer::benchmark(session, inputs, settings);
     status("");
     std::cout << infer::describe(result, settings);
+    infer::RunDescription run{opt.model, opt.device, opt.precision, opt.threads, {}, random};
+    for (size_t i = 0; i < inputs.size(); ++i) run.inputs.emplace_back(session.inputs()[i].name, inputs[i]);
     if (!opt.summary_json.empty()) {
-      infer::RunDescription run{opt.model, opt.device, opt.precision, opt.threads, {}, random};
-      for (size_t i = 0; i < inputs.size(); ++i) run.inputs.emplace_back(session.inputs()[i].name, inputs[i]);
       std::ofstream f(opt.summary_json);
       f << infer::summary_json(result, settings, run, session);
       if (!f) throw ember::Error("cannot write " + opt.summary_json);
     }
+    if (!opt.report.empty()) write_report(session, inputs, result, settings, run, opt, profile, report);
   }
 
   for (size_t i = 0; i < first.size(); ++i) {
@@ -301,6 +333,8 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--summary-json", opt.summary_json,
                  "benchmark: write latency, throughput and memory as JSON (schema ember.infer.summary/1)");
+  app.add_option("--report", opt.report,
+                 "benchmark: write an HTML page of it (latency histogram and timeline, per-node profile, memory)");
   app.add_flag("--profile", opt.profile, "per-node time table");
   app.add_option("--trace", opt.trace_path, "with --profile: write a Chrome trace JSON");
   app.add_flag("--explain", opt.explain, "print the execution plan");

@@ -20,11 +20,16 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 
+struct TimedRun {
+  Clock::time_point start;
+  double latency_ms;
+};
+
 // The runs of one thread: its own outputs, so threads share nothing but the session.
 // `claim` says whether one more timed run may start.
 template <class Claim>
 void run_thread(ember::Session& session, const std::vector<ember::Tensor>& inputs, const BenchSettings& settings,
-                Claim&& claim, std::vector<double>& latencies, std::atomic<int64_t>& finished) {
+                Claim&& claim, std::vector<TimedRun>& runs, std::atomic<int64_t>& finished) {
   std::vector<ember::Tensor> outputs = session.make_outputs(inputs);
   for (int i = 0; i < settings.warmup; ++i) session.run(inputs, outputs, run_options_with_timeout(settings.timeout_ms));
   while (claim()) {
@@ -32,18 +37,18 @@ void run_thread(ember::Session& session, const std::vector<ember::Tensor>& input
     o.profile = settings.profile;
     const auto start = Clock::now();
     session.run(inputs, outputs, o);
-    latencies.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+    runs.push_back({start, std::chrono::duration<double, std::milli>(Clock::now() - start).count()});
     ++finished;
   }
 }
+
+}  // namespace
 
 size_t peak_resident_bytes() {
   struct rusage usage {};
   getrusage(RUSAGE_SELF, &usage);
   return static_cast<size_t>(usage.ru_maxrss) * 1024;
 }
-
-}  // namespace
 
 ember::RunOptions run_options_with_timeout(double timeout_ms) {
   ember::RunOptions o;
@@ -88,7 +93,7 @@ BenchResult benchmark(ember::Session& session, const std::vector<ember::Tensor>&
     if (settings.repeat > 0 && started.fetch_add(1) >= settings.repeat) return false;
     return Clock::now() < end_by;
   };
-  std::vector<std::vector<double>> latencies(threads);
+  std::vector<std::vector<TimedRun>> runs(threads);
   std::vector<std::exception_ptr> errors(threads);
   std::atomic<int64_t> finished{0};
   std::atomic<bool> all_done{false};
@@ -105,7 +110,7 @@ BenchResult benchmark(ember::Session& session, const std::vector<ember::Tensor>&
   for (int k = 0; k < threads; ++k)
     pool.emplace_back([&, k] {
       try {
-        run_thread(session, inputs, settings, claim, latencies[k], finished);
+        run_thread(session, inputs, settings, claim, runs[k], finished);
       } catch (...) {
         errors[k] = std::current_exception();
         warmed += threads;  // the others must not wait for this one
@@ -117,9 +122,37 @@ BenchResult benchmark(ember::Session& session, const std::vector<ember::Tensor>&
   for (const std::exception_ptr& e : errors)
     if (e) std::rethrow_exception(e);
   result.wall_s = std::chrono::duration<double>(Clock::now() - begin).count();
-  for (const auto& l : latencies) result.latencies_ms.insert(result.latencies_ms.end(), l.begin(), l.end());
+  std::vector<TimedRun> all;
+  for (const auto& r : runs) all.insert(all.end(), r.begin(), r.end());
+  std::sort(all.begin(), all.end(), [](const TimedRun& a, const TimedRun& b) { return a.start < b.start; });
+  for (const TimedRun& r : all) {
+    result.latencies_ms.push_back(r.latency_ms);
+    result.starts_s.push_back(std::chrono::duration<double>(r.start - begin).count());
+  }
   if (result.latencies_ms.empty()) throw ember::Error("no timed run finished: give --repeat or a longer --duration");
   return result;
+}
+
+void profile_runs(ember::Session& session, const std::vector<ember::Tensor>& inputs, ember::Profile& profile,
+                  int max_runs, double max_seconds, double timeout_ms) {
+  // On a thread of its own, as the timed runs were: on the calling thread, whose OpenMP
+  // team sat idle through the benchmark, the CPU runs came out up to 100 times slower.
+  std::exception_ptr error;
+  std::thread([&] {
+    try {
+      std::vector<ember::Tensor> outputs = session.make_outputs(inputs);
+      const auto end_by =
+          Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(max_seconds));
+      for (int i = 0; i < max_runs && (i == 0 || Clock::now() < end_by); ++i) {
+        ember::RunOptions o = run_options_with_timeout(timeout_ms);
+        o.profile = &profile;
+        session.run(inputs, outputs, o);
+      }
+    } catch (...) {
+      error = std::current_exception();
+    }
+  }).join();
+  if (error) std::rethrow_exception(error);
 }
 
 std::string describe(const BenchResult& r, const BenchSettings& settings) {

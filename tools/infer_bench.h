@@ -24,7 +24,8 @@ struct BenchSettings {
 };
 
 struct BenchResult {
-  std::vector<double> latencies_ms;  // one per timed run, in no particular order
+  std::vector<double> latencies_ms;  // one per timed run, in the order the runs started
+  std::vector<double> starts_s;      // when each started, in seconds after timing began
   double wall_s = 0;                 // from the first timed run's start to the last's end
   int64_t items_per_run = 1;         // the batch: the first input's first dim
 };
@@ -32,8 +33,17 @@ struct BenchResult {
 // Runs the benchmark. Raises ember::Error as a run would.
 BenchResult benchmark(ember::Session& session, const std::vector<ember::Tensor>& inputs, const BenchSettings& settings);
 
+// Profiles runs on one thread, untimed, after a benchmark (so the profiler's cost stays
+// out of the timed runs): `max_runs` runs, or fewer once `max_seconds` have passed (at
+// least one).
+void profile_runs(ember::Session& session, const std::vector<ember::Tensor>& inputs, ember::Profile& profile,
+                  int max_runs, double max_seconds, double timeout_ms);
+
 // Options for one run: a deadline `timeout_ms` from now (none when 0).
 ember::RunOptions run_options_with_timeout(double timeout_ms);
+
+// The most memory this process has held resident so far.
+size_t peak_resident_bytes();
 
 // Nearest-rank percentile of `values` (p in (0, 100]).
 double percentile(std::vector<double> values, double p);

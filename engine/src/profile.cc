@@ -20,7 +20,7 @@ struct NodeTotal {
 
 }  // namespace
 
-std::string Profile::table() const {
+std::vector<NodeSummary> Profile::by_node() const {
   std::map<std::string, NodeTotal> totals;
   for (const NodeTiming& t : timings) {
     auto [it, inserted] = totals.try_emplace(t.node + "\x1f" + t.device);
@@ -39,20 +39,29 @@ std::string Profile::table() const {
     return a.total_ns != b.total_ns ? a.total_ns > b.total_ns : a.first_seen < b.first_seen;
   });
   const int n_runs = std::max(runs, 1);
+  std::vector<NodeSummary> out;
+  for (const NodeTotal& r : rows)
+    out.push_back({r.node, r.op_type, r.device, r.shape, r.total_ns / 1e6 / n_runs,
+                   busy_ns ? static_cast<double>(r.total_ns) / busy_ns : 0.0});
+  return out;
+}
+
+std::string Profile::table() const {
+  const std::vector<NodeSummary> rows = by_node();
   std::ostringstream os;
   char line[512];
   std::snprintf(line, sizeof line, "%-40s %-20s %-7s %-22s %10s %7s\n", "node", "op", "device",
                 "output shape", "mean ms", "share");
   os << line;
-  for (const NodeTotal& r : rows) {
-    const double mean_ms = r.total_ns / 1e6 / n_runs;
-    const double share = busy_ns ? 100.0 * r.total_ns / busy_ns : 0.0;
+  double busy_ms = 0;
+  for (const NodeSummary& r : rows) {
     std::snprintf(line, sizeof line, "%-40.40s %-20.20s %-7s %-22.22s %10.3f %6.1f%%\n", r.node.c_str(),
-                  r.op_type.c_str(), r.device.c_str(), r.shape.c_str(), mean_ms, share);
+                  r.op_type.c_str(), r.device.c_str(), r.output_shape.c_str(), r.mean_ms, 100 * r.share);
     os << line;
+    busy_ms += r.mean_ms;
   }
   std::snprintf(line, sizeof line, "%d run(s), mean %.3f ms per run, %.3f ms in nodes\n", runs,
-                total_ns / 1e6 / n_runs, busy_ns / 1e6 / n_runs);
+                total_ns / 1e6 / std::max(runs, 1), busy_ms);
   os << line;
   return os.str();
 }

@@ -247,6 +247,41 @@ TEST_F(Cli, BenchmarksFromSeveralThreadsAndWritesTheSummary) {
   expect_one_line_error(infer(model + " --duration 0.2 --concurrency 2 --profile"), "leave out --concurrency");
 }
 
+// --report: one page with nothing fetched from elsewhere, every name from the model
+// escaped (a node, an op's input, the graph input can hold markup).
+TEST_F(Cli, ReportIsOneSelfContainedPageWithEveryModelStringEscaped) {
+  const auto model = write_model("m.onnx", [](onnx::ModelProto& m) {
+    auto* g = m.mutable_graph();
+    g->mutable_input(0)->set_name("x<i>&");
+    g->mutable_node(0)->set_input(0, "x<i>&");
+    g->mutable_node(0)->set_name("<img src=x onerror=\"alert(1)\">&'");
+  });
+  const auto page = (dir_ / "r.html").string();
+  const Result r = infer(model + " --shape n=8 --concurrency 2 --repeat 40 --report " + page);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("report written to " + page), std::string::npos) << r.out;
+  const std::string html = slurp(page);
+  for (const char* part : {"<!DOCTYPE html>", "&lt;img src=x onerror=&quot;alert(1)&quot;&gt;&amp;&#39;",
+                           "x&lt;i&gt;&amp; float32 [8, 4] (random)", "<th>p99</th>", "<rect class=\"bar\"",
+                           "<circle class=\"point\"", "Profiled after the timed runs", "<td>40</td>",
+                           "process peak resident", "The plan (infer --explain)"})
+    EXPECT_NE(html.find(part), std::string::npos) << part;
+  EXPECT_EQ(html.find("<img"), std::string::npos);
+  EXPECT_EQ(html.find("x<i>"), std::string::npos);
+  // Nothing to fetch: no links, no sources; the one URL is SVG's namespace name.
+  for (const char* fetch : {"<link", "src=\"", "https:", "@import"}) EXPECT_EQ(html.find(fetch), std::string::npos) << fetch;
+}
+
+TEST_F(Cli, ReportNeedsABenchmarkAndAWritablePath) {
+  const auto model = write_model("m.onnx");
+  const Result usage = infer(model + " --shape n=2 --report " + (dir_ / "r.html").string());
+  EXPECT_EQ(usage.exit_code, 2);
+  EXPECT_NE(usage.err.find("--repeat N or --duration S"), std::string::npos) << usage.err;
+  EXPECT_FALSE(fs::exists(dir_ / "r.html"));
+  expect_one_line_error(infer(model + " --shape n=2 --repeat 3 --report " + (dir_ / "no" / "r.html").string()),
+                        "cannot write the report to");
+}
+
 TEST_F(Cli, AnUnknownInputNameIsRefused) {
   const auto model = write_model("m.onnx");
   const auto x = write_input("x.npy", ember::DType::Float32, {2, 4});

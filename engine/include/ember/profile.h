@@ -16,12 +16,21 @@ struct NodeTiming {
   int64_t duration_ns = 0;
 };
 
+// One node over every run of a profile.
+struct NodeSummary {
+  std::string node, op_type, device, output_shape;
+  double mean_ms = 0;  // per run
+  double share = 0;    // of the time in nodes, in [0, 1]
+};
+
 struct Profile {
   std::vector<NodeTiming> timings;  // appended run after run
   int runs = 0;
   int64_t total_ns = 0;             // wall time of the runs, summed
 
-  // Per node: mean time per run and share of the run, slowest first.
+  // Per node (and device): mean time per run and share of the time in nodes, slowest first.
+  std::vector<NodeSummary> by_node() const;
+  // by_node() as a text table, with the mean run time below it.
   std::string table() const;
   // Chrome trace event JSON (chrome://tracing, Perfetto).
   std::string chrome_trace() const;
