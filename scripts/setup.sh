@@ -8,7 +8,8 @@
 #                             build do not need a second compiler (about 150 MB)
 #   scripts/setup.sh --browser  also Debian's headless Chromium (chromium-headless-shell,
 #                             without recommends: about 310 MB), in which a test renders
-#                             infer --report's page; without it that test skips, saying so
+#                             infer --report's page (scripts/test.sh, and so CI, asks for
+#                             it); without it that test skips, saying so
 # The flags combine: scripts/setup.sh --fuzz --browser.
 set -euo pipefail
 

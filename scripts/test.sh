@@ -14,7 +14,9 @@ if [[ ${1:-} == --sanitize ]]; then
   sanitize=${2:?usage: scripts/test.sh --sanitize address,undefined|thread [ctest options]}
   shift 2
 fi
-./scripts/setup.sh
+# --browser: the headless Chromium that renders infer --report's page in a test (it
+# would skip without it; CI runs it).
+./scripts/setup.sh --browser
 if [[ -z $sanitize ]]; then
   ./scripts/build.sh
   cd build
