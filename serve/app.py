@@ -25,13 +25,14 @@ def app_builder(args):
 
 
 def start_local_ray(num_cpus=None):
-    """A Ray instance on this machine only (loopback, no dashboard) whose workers import
-    serve/ and ember as this process does: Ray starts them with this environment."""
+    """A Ray instance of this machine alone (no dashboard, no usage reports) whose workers
+    import serve/ and ember as this process does: Ray starts them with this environment."""
     import ray
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     paths = [here] + [os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     os.environ["PYTHONPATH"] = os.pathsep.join(paths)
-    ray.init(address="local", include_dashboard=False, num_cpus=num_cpus, _node_ip_address="127.0.0.1")
+    ray.init(address="local", include_dashboard=False, num_cpus=num_cpus)
 
 
 def main(argv=None):

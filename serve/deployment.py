@@ -81,7 +81,9 @@ def _response(answer, headers=None):
 app = FastAPI(title="ember")
 
 
-@serve.deployment(ray_actor_options={"num_cpus": 0})  # waits on the model, computes nothing
+# It waits on the model and computes nothing: no core of its own, and many requests at
+# once (Serve's default of 5 would queue clients in front of idle model replicas).
+@serve.deployment(ray_actor_options={"num_cpus": 0}, max_ongoing_requests=256)
 @serve.ingress(app)
 class HttpIngress:
     def __init__(self, model, timeout_s=30.0):
