@@ -34,7 +34,8 @@ class EmberModel:
         self.session = ember.Session(model, device=device, threads=threads)
         self.batchable = has_batch_dim(self.session)
         self.infer.set_max_batch_size(max_batch_size)
-        self.infer.set_batch_wait_timeout_s(batch_wait_timeout_s)
+        # Without a batch dim, requests run one by one anyway: waiting for more buys nothing.
+        self.infer.set_batch_wait_timeout_s(batch_wait_timeout_s if self.batchable else 0.0)
         self.probe = _probe_inputs(self.session)
 
     async def __call__(self, body, content_type, input_name=None):

@@ -42,10 +42,7 @@ def url(default_model):
     try:
         port = free_port()
         serve.start(http_options={"host": "127.0.0.1", "port": port})
-        # A batch wait of 50 ms keeps requests inside the replicas (accepted, waiting for a
-        # batch that 8 clients never fill) long enough that the kill catches some there.
-        application = build_app(default_model[0], replicas=2, threads=1, batch_wait_timeout_s=0.05)
-        serve.run(application, name="ember", route_prefix="/")
+        serve.run(build_app(default_model[0], replicas=2, threads=1), name="ember", route_prefix="/")
         yield f"http://127.0.0.1:{port}/"
     finally:
         serve.shutdown()
