@@ -1,6 +1,7 @@
 """serve.payloads: each request form round-trips, and each bad body gets a clear message."""
 import io
 import json
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -40,6 +41,15 @@ def test_npy_goes_to_the_only_input_and_npz_by_name(inputs, default_model):
     np.savez(buffer, input=x)
     arrays, kind = payloads.decode(NPZ, buffer.getvalue(), inputs)
     assert kind == NPZ and np.array_equal(arrays["input"], x)
+
+
+def test_npy_for_a_model_of_several_inputs_names_its_input():
+    two = [SimpleNamespace(name="x", dtype=np.dtype(np.float32)),
+           SimpleNamespace(name="ids", dtype=np.dtype(np.int64))]
+    with pytest.raises(BadPayload, match=r"needs \?input=name: the model has several inputs \(x, ids\)"):
+        payloads.decode(NPY, npy(np.zeros(2)), two)
+    arrays, _ = payloads.decode(NPY, npy(np.arange(2)), two, input_name="ids")
+    assert list(arrays) == ["ids"]
 
 
 def test_answers_take_the_request_form():

@@ -15,7 +15,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-ray = pytest.importorskip("ray", reason="ray[serve] is not installed (scripts/setup.sh installs it)")
+ray = pytest.importorskip("ray", reason="ray[serve] cannot be imported (scripts/setup.sh installs it)",
+                          exc_type=ImportError)  # missing, or installed but broken
 requests = pytest.importorskip("requests")
 from ray import serve  # noqa: E402
 
@@ -38,6 +39,7 @@ def url(default_model):
     try:
         start_local_ray(num_cpus=2)
     except Exception as e:  # noqa: BLE001 - any failure to start is a reason to skip
+        ray.shutdown()  # whatever part of it did start
         pytest.skip(f"a local Ray instance cannot start here: {e}")
     try:
         port = free_port()
