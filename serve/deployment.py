@@ -69,14 +69,21 @@ class EmberModel:
 
 # Above the ingress: @serve.ingress pickles the routes, with the globals they name, when
 # the class is defined.
+async def model_answer(answer, timeout_s):
+    """The model replica's answer, or the error to send instead, as
+    (HTTP status, body, media type, headers)."""
+    try:
+        return (*await asyncio.wait_for(answer, timeout_s), None)
+    except RETRYABLE as e:
+        return (*_error(503, f"the model replica failed ({type(e).__name__}); retry the request",
+                        retryable=True), {"Retry-After": "1"})
+    except asyncio.TimeoutError:
+        return (*_error(504, f"no answer within {timeout_s} s", retryable=True), None)
+
+
 def _error(status, message, retryable=False):
     body = json.dumps({"error": message, "retryable": retryable}).encode()
     return status, body, payloads.JSON
-
-
-def _response(answer, headers=None):
-    status, body, media_type = answer
-    return Response(content=body, status_code=status, media_type=media_type, headers=headers)
 
 
 app = FastAPI(title="ember")
@@ -97,16 +104,9 @@ class HttpIngress:
 
     @app.post("/")
     async def infer(self, request: Request, input: str | None = None):
-        body = await request.body()
-        try:
-            status, body, media_type = await asyncio.wait_for(
-                self.model.remote(body, request.headers.get("content-type"), input), self.timeout_s)
-        except RETRYABLE as e:
-            return _response(_error(503, f"the model replica failed ({type(e).__name__}); "
-                                         "retry the request", retryable=True), {"Retry-After": "1"})
-        except asyncio.TimeoutError:
-            return _response(_error(504, f"no answer within {self.timeout_s} s", retryable=True))
-        return _response((status, body, media_type))
+        answer = self.model.remote(await request.body(), request.headers.get("content-type"), input)
+        status, body, media_type, headers = await model_answer(answer, self.timeout_s)
+        return Response(content=body, status_code=status, media_type=media_type, headers=headers)
 
 
 def _probe_inputs(session):

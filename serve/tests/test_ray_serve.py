@@ -5,6 +5,7 @@ model replica mid-burst, and checks that each request it took down was answered 
 retryable body and succeeded when sent again, that none was answered wrongly or hung, and
 that Serve started a replacement. Skips, saying why, where Ray is missing or cannot start.
 """
+import asyncio
 import io
 import json
 import socket
@@ -22,7 +23,7 @@ from ray import serve  # noqa: E402
 
 import ember  # noqa: E402
 from serve.app import start_local_ray  # noqa: E402
-from serve.deployment import build_app  # noqa: E402
+from serve.deployment import build_app, model_answer  # noqa: E402
 
 TIMEOUT_S = 30  # per HTTP request: a hang fails the test instead of stalling it
 REPLICA_PREFIX = "SERVE_REPLICA::ember#EmberModel#"
@@ -65,6 +66,28 @@ def post_npy(url, x):
 def replica_names():
     return {a["name"] for a in ray.util.list_named_actors(all_namespaces=True)
             if a["name"].startswith(REPLICA_PREFIX)}
+
+
+async def dies():
+    raise ray.exceptions.ActorDiedError()
+
+
+async def hangs():
+    await asyncio.sleep(10)
+
+
+async def answers():
+    return 200, b"x", "application/x-npy"
+
+
+def test_the_ingress_maps_a_dead_replica_to_a_retryable_503_and_silence_to_504():
+    status, body, media_type, headers = asyncio.run(model_answer(dies(), 1))
+    assert (status, media_type, headers) == (503, "application/json", {"Retry-After": "1"})
+    assert json.loads(body) == {"error": "the model replica failed (ActorDiedError); retry the request",
+                                "retryable": True}
+    status, body, _, _ = asyncio.run(model_answer(hangs(), 0.05))
+    assert status == 504 and json.loads(body)["retryable"] is True
+    assert asyncio.run(model_answer(answers(), 1)) == (200, b"x", "application/x-npy", None)
 
 
 def test_json_and_npz_answers_match_a_direct_run(url, default_model):
