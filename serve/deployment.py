@@ -5,9 +5,10 @@
   EmberModel   one ember.Session per replica; decodes the payload, batches requests
                (@serve.batch), runs them and encodes the answer.
 
-Why two: when a model replica dies mid-request, Serve's own HTTP proxy answers 500 with
-Ray's traceback; the ingress turns that into 503 + Retry-After with a JSON body that says
-the request may be sent again (inference has no side effects).
+Why two: when Ray reports a model replica's death to the caller (RayActorError; Serve
+2.60 re-sends most such requests itself), Serve's own HTTP proxy would answer 500 with
+Ray's traceback; the ingress answers 503 + Retry-After with a JSON body that says the
+request may be sent again (inference has no side effects).
 """
 import asyncio
 import json
@@ -49,7 +50,7 @@ class EmberModel:
             return _error(400, str(result))  # ember's message: wrong name, shape or dtype
         return (200, *payloads.encode(result, kind))
 
-    @serve.batch(max_batch_size=8, batch_wait_timeout_s=0.005)
+    @serve.batch  # its size and wait are set in __init__, per deployment
     async def infer(self, requests):
         # In a thread: the run releases the GIL, and this replica's event loop keeps
         # taking requests meanwhile, which fill the next batch.
