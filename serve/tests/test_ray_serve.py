@@ -38,7 +38,7 @@ def free_port():
 @pytest.fixture(scope="module")
 def url(default_model):
     try:
-        start_local_ray(num_cpus=2)
+        start_local_ray(num_cpus=3)  # Ray's count, not cores: two replicas here, one in the batching test
     except Exception as e:  # noqa: BLE001 - any failure to start is a reason to skip
         ray.shutdown()  # whatever part of it did start
         pytest.skip(f"a local Ray instance cannot start here: {e}")
@@ -120,6 +120,21 @@ def test_wrong_dtype_is_400(url, default_model):
     answer = post_npy(url, default_model[1].astype(np.float64))
     assert answer.status_code == 400
     assert answer.json()["error"] == "input 'input' must be float32, got float64"
+
+
+def test_concurrent_requests_to_a_batch_dim_model_get_their_own_rows(url, batch_model):
+    application = build_app(batch_model, replicas=1, threads=1, batch_wait_timeout_s=0.02)
+    serve.run(application, name="batch", route_prefix="/batch")
+    session = ember.Session(batch_model, threads=1)
+    rng = np.random.default_rng(1)
+    xs = [rng.standard_normal((1 + i % 3, 3, 32, 32), dtype=np.float32) for i in range(8)]
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(lambda x: post_npy(url + "batch", x), xs))
+    for x, answer in zip(xs, answers):
+        assert answer.status_code == 200, answer.text
+        np.testing.assert_allclose(np.load(io.BytesIO(answer.content)),
+                                   session.run(None, {"input": x})[0], rtol=1e-5, atol=1e-5)
+    serve.delete("batch")
 
 
 def test_a_replica_killed_mid_burst_costs_only_retryable_errors(url, default_model):
