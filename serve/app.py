@@ -50,6 +50,8 @@ def main(argv=None):
     parser.add_argument("--address", default="local",
                         help="'local' starts a Ray instance here; 'auto' or host:port joins a cluster")
     args = parser.parse_args(argv)
+    if not os.path.isfile(args.model):  # else each replica fails to start, deep in Ray's logs
+        parser.error(f"--model {args.model}: no such file")
 
     import ray
     from ray import serve
