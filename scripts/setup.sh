@@ -51,7 +51,8 @@ if ! python3 - "$requirements" <<'PY' 2>/dev/null; then
 import sys
 from importlib.metadata import version
 pins = [l.split("==") for l in open(sys.argv[1]) if "==" in l and not l.startswith("#")]
-sys.exit(any(version(n.strip()) != v.strip() for n, v in pins))
+# "ray[serve]" is the distribution "ray": the extra names what it brings, not a package.
+sys.exit(any(version(n.split("[")[0].strip()) != v.strip() for n, v in pins))
 PY
   echo "setup: installing the Python packages in $requirements"
   python3 -m pip install -q -r "$requirements"
