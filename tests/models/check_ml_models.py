@@ -37,6 +37,9 @@ def data(seed):
 def estimators():
     """name -> fitted estimator."""
     from sklearn.ensemble import GradientBoostingClassifier, RandomForestClassifier, RandomForestRegressor
+    from sklearn.linear_model import LinearRegression, LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
 
     x, y_reg, y_binary, y_three = data(5)
     return {
@@ -44,6 +47,10 @@ def estimators():
         "rf_classifier": RandomForestClassifier(15, max_depth=5, random_state=0).fit(x, y_three),
         "gb_classifier_binary": GradientBoostingClassifier(n_estimators=20, random_state=0).fit(x, y_binary),
         "gb_classifier": GradientBoostingClassifier(n_estimators=10, random_state=0).fit(x, y_three),
+        "linear_regression": LinearRegression().fit(x, y_reg),
+        "logistic_regression_binary": LogisticRegression().fit(x, y_binary),
+        "logistic_regression": LogisticRegression().fit(x, y_three),
+        "scaler_logistic_pipeline": make_pipeline(StandardScaler(), LogisticRegression()).fit(x * 3 + 1, y_three),
     }
 
 
@@ -51,6 +58,8 @@ def export(estimator, path):
     from skl2onnx import to_onnx
 
     options = {id(estimator): {"zipmap": False}} if hasattr(estimator, "classes_") else None
+    if hasattr(estimator, "steps"):  # a pipeline: the classifier is its last step
+        options = {id(estimator.steps[-1][1]): {"zipmap": False}}
     model = to_onnx(estimator, np.zeros((1, FEATURES), np.float32), target_opset=ML_OPSET, options=options)
     model.ir_version = 8  # what the pinned ONNX Runtime reads
     with open(path, "wb") as f:
