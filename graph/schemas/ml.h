@@ -39,4 +39,28 @@ struct LabelEncoderAttributes final : OpAttributes {
 };
 std::shared_ptr<const OpAttributes> parse_label_encoder(const Node& node, int64_t opset);
 
+// SVMRegressor and SVMClassifier: a kernel machine on support vectors (SVC), or a
+// linear one on `coefficients` when there are none. Lengths are checked against each
+// other at parse time and against X's features by the schemas' shape inference.
+enum class SvmKernelType : uint8_t { Linear, Poly, Rbf, Sigmoid };
+struct SvmAttributes final : OpAttributes {
+  SvmKernelType kernel = SvmKernelType::Linear;
+  double gamma = 0, coef0 = 0;
+  int64_t degree = 0;
+  std::vector<double> support_vectors;  // vector_count x features, row-major
+  int64_t vector_count = 0;             // 0: the linear mode
+  std::vector<double> coefficients, rho, prob_a, prob_b;
+  MlPostTransform post_transform = MlPostTransform::None;
+  // SVMRegressor
+  bool one_class = false;
+  // SVMClassifier
+  std::vector<int64_t> vectors_per_class, class_labels;
+  int64_t classes = 1;
+  bool has_probabilities = false;  // prob_a given in the SVC mode: scores are probabilities
+  int64_t score_columns = 1;       // Z's width, by the ONNX reference's rules
+  bool second_class = false;       // one score stands for two labels: Z gets both columns
+};
+std::shared_ptr<const OpAttributes> parse_svm_regressor(const Node& node, int64_t opset);
+std::shared_ptr<const OpAttributes> parse_svm_classifier(const Node& node, int64_t opset);
+
 }  // namespace ember

@@ -272,5 +272,129 @@ TEST(MlLabelEncoder, MapsNumericKeysWithDefaultsAndNaN) {
   expect_error(node, {&xf}, "X is float32 but the keys are int64", 2);
 }
 
+// ---- SVMs -----------------------------------------------------------------------------
+
+double kernel(const std::string& type, const std::vector<double>& x, const std::vector<double>& v, double gamma,
+              double coef0, double degree) {
+  double dot = 0, dist = 0;
+  for (size_t i = 0; i < x.size(); ++i) dot += x[i] * v[i], dist += (x[i] - v[i]) * (x[i] - v[i]);
+  if (type == "RBF") return std::exp(-gamma * dist);
+  if (type == "POLY") return std::pow(gamma * dot + coef0, degree);
+  if (type == "SIGMOID") return std::tanh(gamma * dot + coef0);
+  return dot;
+}
+
+std::vector<double> row_of(const Tensor& x, int64_t r) {
+  const int64_t f = x.shape()[1];
+  std::vector<double> row;
+  for (int64_t c = 0; c < f; ++c) row.push_back(element(x, r * f + c));
+  return row;
+}
+
+TEST(MlSvmRegressor, MatchesReferenceForEachKernel) {
+  const Tensor x = seeded_tensor(DType::Float32, {6, 3}, 10, -2, 2);
+  const std::vector<float> sv = {0.5f, -1, 0.25f, 1, 1, -0.5f}, coef = {0.75f, -1.25f};
+  for (const std::string type : {"LINEAR", "POLY", "RBF", "SIGMOID"}) {
+    Node node = ml_node("SVMRegressor");
+    node.attributes.set_string("kernel_type", type);
+    node.attributes.set_floats("kernel_params", {0.3f, 0.5f, 3});
+    node.attributes.set_floats("support_vectors", sv);
+    node.attributes.set_floats("coefficients", coef);
+    node.attributes.set_floats("rho", {0.125f});
+    node.attributes.set_int("n_supports", 2);
+    std::vector<double> want;
+    for (int64_t r = 0; r < 6; ++r) {
+      double s = 0.125;
+      for (size_t j = 0; j < 2; ++j)
+        s += coef[j] * kernel(type, row_of(x, r), {sv[j * 3], sv[j * 3 + 1], sv[j * 3 + 2]}, 0.3f, 0.5f, 3);
+      want.push_back(s);
+    }
+    expect_close(evaluate_node(node, 1, {&x})[0], want, 1e-5, 1e-6, "SVMRegressor " + type);
+  }
+  Node node = ml_node("SVMRegressor");
+  node.attributes.set_floats("coefficients", {1, 2});
+  node.attributes.set_floats("rho", {0});
+  node.attributes.set_floats("support_vectors", sv);
+  node.attributes.set_int("n_supports", 4);
+  expect_error(node, {&x}, "not a multiple of 4 support vectors");
+  node.attributes.set_int("n_supports", 0);
+  expect_error(node, {&x}, "X has 3 features but the model has 2");
+}
+
+TEST(MlSvmClassifier, OneVsOneVotesMatchReference) {
+  // Three classes with 1, 2 and 1 support vectors (RBF): pairwise scores and votes.
+  const Tensor x = seeded_tensor(DType::Float64, {8, 2}, 11, -2, 2);
+  const std::vector<float> sv = {0, 1, 1, 0, -1, -1, 0.5f, 0.5f};
+  const std::vector<int64_t> per_class = {1, 2, 1}, start = {0, 1, 3};
+  const std::vector<float> coef = {1, -0.5f, 0.75f, -1, 0.25f, 1.5f, -0.5f, 0.5f};  // (3 - 1) x 4
+  const std::vector<float> rho = {0.1f, -0.2f, 0.3f};
+  Node node = ml_node("SVMClassifier", {"X"}, {"Y", "Z"});
+  node.attributes.set_string("kernel_type", "RBF");
+  node.attributes.set_floats("kernel_params", {0.5f, 0, 3});
+  node.attributes.set_floats("support_vectors", sv);
+  node.attributes.set_floats("coefficients", coef);
+  node.attributes.set_floats("rho", rho);
+  node.attributes.set_ints("vectors_per_class", per_class);
+  node.attributes.set_ints("classlabels_ints", {4, 5, 6});
+  const auto out = evaluate_node(node, 1, {&x});
+  ASSERT_EQ(out[1].shape(), (Shape{8, 3}));
+  std::vector<double> want_scores, want_labels;
+  for (int64_t r = 0; r < 8; ++r) {
+    std::vector<double> k;
+    for (size_t j = 0; j < 4; ++j) k.push_back(kernel("RBF", row_of(x, r), {sv[j * 2], sv[j * 2 + 1]}, 0.5, 0, 3));
+    std::vector<double> votes(3, 0);
+    size_t pair = 0;
+    for (size_t i = 0; i < 3; ++i)
+      for (size_t j = i + 1; j < 3; ++j, ++pair) {
+        double s = rho[pair];
+        for (int64_t t = start[i]; t < start[i] + per_class[i]; ++t) s += coef[(j - 1) * 4 + static_cast<size_t>(t)] * k[static_cast<size_t>(t)];
+        for (int64_t t = start[j]; t < start[j] + per_class[j]; ++t) s += coef[i * 4 + static_cast<size_t>(t)] * k[static_cast<size_t>(t)];
+        want_scores.push_back(s);
+        votes[s > 0 ? i : j] += 1;
+      }
+    want_labels.push_back(4 + static_cast<double>(std::max_element(votes.begin(), votes.end()) - votes.begin()));
+  }
+  expect_close(out[1], want_scores, 1e-5, 1e-6, "SVMClassifier pairwise scores");
+  expect_close(out[0], want_labels, 0, 0, "SVMClassifier labels");
+  node.attributes.set_ints("vectors_per_class", {1, 3});
+  expect_error(node, {&x}, "vectors_per_class has 2 counts for 3 classes");
+  node.attributes.set_ints("vectors_per_class", per_class);
+  node.attributes.set_floats("rho", {0.1f});
+  expect_error(node, {&x}, "rho has 1 values; expected 3");
+  node.attributes.set_floats("rho", rho);
+  node.attributes.set_floats("prob_a", {1, 2, 3});
+  expect_error(node, {&x}, "prob_b has 0 values; expected 3");
+}
+
+TEST(MlSvmClassifier, LinearModeScoresEachClass) {
+  const Tensor x = seeded_tensor(DType::Int64, {5, 2}, 12, -5, 5);
+  Node node = ml_node("SVMClassifier", {"X"}, {"Y", "Z"});
+  node.attributes.set_floats("coefficients", {1, -1, 0.5f, 0.5f, -2, 0.25f});
+  node.attributes.set_floats("rho", {0.5f, 0.5f, 0.5f});
+  node.attributes.set_ints("classlabels_ints", {7, 8, 9});
+  node.attributes.set_string("post_transform", "SOFTMAX");
+  auto out = evaluate_node(node, 1, {&x});
+  std::vector<double> want_scores, want_labels;
+  const double w[3][2] = {{1, -1}, {0.5, 0.5}, {-2, 0.25}};
+  for (int64_t r = 0; r < 5; ++r) {
+    std::vector<double> s;
+    double sum = 0;
+    for (const auto& c : w) s.push_back(0.5 + c[0] * element(x, r * 2) + c[1] * element(x, r * 2 + 1));
+    want_labels.push_back(7 + static_cast<double>(std::max_element(s.begin(), s.end()) - s.begin()));
+    const double top = *std::max_element(s.begin(), s.end());
+    for (double& v : s) sum += v = std::exp(v - top);
+    for (double& v : s) want_scores.push_back(v / sum);
+  }
+  expect_close(out[1], want_scores, 1e-5, 1e-6, "linear SVMClassifier");
+  expect_close(out[0], want_labels, 0, 0, "linear SVMClassifier labels");
+  // With a single rho the reference (and ONNX Runtime's set_score_svm) labels by the
+  // top score's sign, 1 or 0, whatever the class labels.
+  node.attributes.set_floats("rho", {0.5f});
+  out = evaluate_node(node, 1, {&x});
+  for (double& label : want_labels) label = 1;  // every row's top score is positive here
+  expect_close(out[1], want_scores, 1e-5, 1e-6, "linear SVMClassifier, one rho");
+  expect_close(out[0], want_labels, 0, 0, "linear SVMClassifier labels, one rho");
+}
+
 }  // namespace
 }  // namespace ember
