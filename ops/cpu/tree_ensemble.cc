@@ -4,10 +4,13 @@
 // of 16-24 byte node records (threshold, feature, both children, mode), so a step down
 // a tree reads one record instead of one entry in each of five arrays.
 //
-// Rows go in blocks of kBlock: for each tree, all rows of the block take one step at a
+// Rows go in chunks of kChunk, each walked tree by tree so a tree's nodes stay in cache
+// for all the chunk's rows, and within a tree in blocks of kBlock: all rows of the
+// block take one step at a
 // time. Their walks are independent, so the processor overlaps their loads instead of
-// waiting on one chain of node reads. Leaves point to themselves, so every row takes
-// the tree's depth in steps with no test for "arrived". Blocks of rows run in parallel.
+// waiting on one chain of node reads. Leaves point to themselves, so no row tests for
+// "arrived": the block steps until no row moved (at most the tree's depth). Blocks of
+// rows run in parallel.
 #include "graph/schemas/tree_ensemble.h"
 #include "ops/cpu/elementwise.h"
 #include "ops/cpu/ml_post_transform.h"
@@ -24,12 +27,13 @@ namespace ember {
 namespace {
 
 constexpr int64_t kBlock = 16;
+constexpr int64_t kChunk = 256;  // a multiple of kBlock
 
 template <class Th>
 struct PackedNode {
   Th threshold;
   int32_t feature;
-  int32_t true_child, false_child;
+  int32_t children[2];  // [false, true]: the step indexes it, with no branch to mispredict
   TreeMode mode;
   uint8_t missing_tracks_true;
 };
@@ -58,8 +62,8 @@ class TreeEnsembleKernel final : public Kernel {
     bool one_mode = true;
     mode_ = TreeMode::Leaf;
     for (size_t i = 0; i < nodes_.size(); ++i) {
-      nodes_[i] = {static_cast<Th>(a.thresholds[i]), static_cast<int32_t>(a.features[i]), a.true_children[i],
-                   a.false_children[i], a.modes[i], a.missing_tracks_true[i]};
+      nodes_[i] = {static_cast<Th>(a.thresholds[i]), static_cast<int32_t>(a.features[i]),
+                   {a.false_children[i], a.true_children[i]}, a.modes[i], a.missing_tracks_true[i]};
       if (a.modes[i] == TreeMode::Leaf) continue;
       if (mode_ == TreeMode::Leaf) mode_ = a.modes[i];
       one_mode &= a.modes[i] == mode_ && a.modes[i] != TreeMode::Member;
@@ -67,24 +71,25 @@ class TreeEnsembleKernel final : public Kernel {
     if (!one_mode) mode_ = TreeMode::Member;  // stands for "mixed": the generic walk
   }
 
-  // Per slot: the block's sums (doubles), one row being finished in double and in
-  // float, and the block's "has a weight" flags.
+  // Per slot: the chunk's sums (doubles) and "has a weight" flags, and one row's
+  // scores in float.
   static size_t workspace_per_slot(int64_t targets) {
     const auto t = static_cast<size_t>(targets);
-    const size_t bytes = kBlock * t * sizeof(double) + t * (sizeof(double) + sizeof(float)) + kBlock * t;
+    const size_t bytes = kChunk * t * (sizeof(double) + 1) + t * sizeof(float);
     return (bytes + 63) / 64 * 64;  // keeps the next slot's doubles aligned
   }
 
   void run(const RunArgs& args) const override {
     const X* x = args.inputs[0]->data_as<X>();
-    const int64_t blocks = (rows_ + kBlock - 1) / kBlock, per_slot = (blocks + slots_ - 1) / slots_;
-    const int64_t cost = per_slot * kBlock * static_cast<int64_t>(a_.roots.size()) * 8;
+    const int64_t blocks = (rows_ + kBlock - 1) / kBlock, per_slot = (blocks + slots_ - 1) / slots_ * kBlock;
+    const int64_t cost = per_slot * static_cast<int64_t>(a_.roots.size()) * 8;
     auto* workspace = static_cast<unsigned char*>(args.workspace);
     parallel_for(slots_, cost, [&](int64_t begin, int64_t end) {
-      for (int64_t slot = begin; slot < end; ++slot) {  // each slot owns its scratch
+      for (int64_t slot = begin; slot < end; ++slot) {  // each slot owns its scratch and rows
         unsigned char* scratch = workspace + static_cast<size_t>(slot) * workspace_per_slot(a_.num_targets);
-        for (int64_t b = slot * per_slot; b < std::min(blocks, (slot + 1) * per_slot); ++b)
-          run_block(x, b * kBlock, std::min(kBlock, rows_ - b * kBlock), scratch, args);
+        const int64_t last = std::min(rows_, (slot + 1) * per_slot);
+        for (int64_t row = slot * per_slot; row < last; row += kChunk)
+          run_chunk(x, row, std::min(kChunk, last - row), scratch, args);
       }
     });
   }
@@ -94,14 +99,18 @@ class TreeEnsembleKernel final : public Kernel {
   void walk(const X* x, int64_t rows, int32_t depth, int32_t* at) const {
     const PackedNode<Th>* nodes = nodes_.data();
     for (int32_t step = 0; step < depth; ++step) {
+      int32_t moved = 0;  // nonzero while some row has not reached its leaf
       for (int64_t r = 0; r < rows; ++r) {
         const PackedNode<Th>& n = nodes[at[r]];
         const Th v = static_cast<Th>(compute_t<X>(x[r * stride_ + n.feature]));
-        bool go_true;
+        int go_true;
         if constexpr (M == TreeMode::Member) go_true = passes(n, at[r], v);
-        else go_true = compare<M>(v, n.threshold) || (n.missing_tracks_true && std::isnan(v));
-        at[r] = go_true ? n.true_child : n.false_child;
+        else go_true = int{compare<M>(v, n.threshold)} | (n.missing_tracks_true & int{v != v});  // v != v: NaN
+        const int32_t next = n.children[go_true];
+        moved |= next ^ at[r];
+        at[r] = next;
       }
+      if (!moved) break;  // deep, lopsided trees: the block's rows all stopped early
     }
   }
 
@@ -135,38 +144,44 @@ class TreeEnsembleKernel final : public Kernel {
     }
   }
 
-  void run_block(const X* x, int64_t row0, int64_t rows, unsigned char* scratch, const RunArgs& args) const {
+  void run_chunk(const X* x, int64_t row0, int64_t rows, unsigned char* scratch, const RunArgs& args) const {
     const int64_t targets = a_.num_targets;
     auto* sums = reinterpret_cast<double*>(scratch);
-    double* row_scores = sums + kBlock * targets;
-    auto* row_floats = reinterpret_cast<float*>(row_scores + targets);
+    auto* row_floats = reinterpret_cast<float*>(sums + kChunk * targets);
     auto* has = reinterpret_cast<uint8_t*>(row_floats + targets);
     std::fill(sums, sums + rows * targets, 0.0);
     std::fill(has, has + rows * targets, uint8_t{0});
-    const X* block_x = x + row0 * stride_;
     int32_t at[kBlock];
     for (size_t t = 0; t < a_.roots.size(); ++t) {
-      std::fill(at, at + rows, a_.roots[t]);
-      walk_any(block_x, rows, a_.depths[t], at);
-      for (int64_t r = 0; r < rows; ++r) {
-        const size_t leaf = static_cast<size_t>(at[r]);
-        for (int32_t e = a_.weight_begin[leaf]; e < a_.weight_begin[leaf + 1]; ++e) {
-          const int64_t k = r * targets + a_.weight_targets[static_cast<size_t>(e)];
-          const double w = a_.weight_values[static_cast<size_t>(e)];
-          switch (a_.aggregate) {
-            case TreeAggregate::Sum:
-            case TreeAggregate::Average: sums[k] += w; break;
-            case TreeAggregate::Min: sums[k] = has[k] ? std::min(sums[k], w) : w; break;
-            case TreeAggregate::Max: sums[k] = has[k] ? std::max(sums[k], w) : w; break;
-          }
-          has[k] = 1;
-        }
+      for (int64_t b = 0; b < rows; b += kBlock) {
+        const int64_t n = std::min(kBlock, rows - b);
+        std::fill(at, at + n, a_.roots[t]);
+        walk_any(x + (row0 + b) * stride_, n, a_.depths[t], at);
+        accumulate(at, n, sums + b * targets, has + b * targets);
       }
     }
     for (int64_t r = 0; r < rows; ++r) {
-      std::copy(sums + r * targets, sums + (r + 1) * targets, row_scores);
-      if (output_ == TreeOutput::Values) finish_values(row_scores, row_floats, row0 + r, args);
-      else finish_classes(row_scores, row_floats, row0 + r, args);
+      if (output_ == TreeOutput::Values) finish_values(sums + r * targets, row_floats, row0 + r, args);
+      else finish_classes(sums + r * targets, row_floats, row0 + r, args);
+    }
+  }
+
+  // Adds each row's leaf weights to its targets' sums (or min / max).
+  void accumulate(const int32_t* at, int64_t rows, double* sums, uint8_t* has) const {
+    const int64_t targets = a_.num_targets;
+    for (int64_t r = 0; r < rows; ++r) {
+      const size_t leaf = static_cast<size_t>(at[r]);
+      for (int32_t e = a_.weight_begin[leaf]; e < a_.weight_begin[leaf + 1]; ++e) {
+        const int64_t k = r * targets + a_.weight_targets[static_cast<size_t>(e)];
+        const double w = a_.weight_values[static_cast<size_t>(e)];
+        switch (a_.aggregate) {
+          case TreeAggregate::Sum:
+          case TreeAggregate::Average: sums[k] += w; break;
+          case TreeAggregate::Min: sums[k] = has[k] ? std::min(sums[k], w) : w; break;
+          case TreeAggregate::Max: sums[k] = has[k] ? std::max(sums[k], w) : w; break;
+        }
+        has[k] = 1;
+      }
     }
   }
 
