@@ -21,6 +21,15 @@ using Attrs = TreeEnsembleAttributes;
 
 std::string node_name(int64_t i) { return "tree node " + std::to_string(i); }
 
+// Outputs per row. A model file can claim any n_targets; the kernel keeps a few hundred
+// rows of sums per thread, so an absurd count must be an error, not an overflow.
+constexpr int64_t kMaxTargets = int64_t{1} << 20;
+
+void check_targets(int64_t targets) {
+  if (targets < 1 || targets > kMaxTargets)
+    throw Error("n_targets must be in [1, " + std::to_string(kMaxTargets) + "], got " + std::to_string(targets));
+}
+
 void check_length(size_t got, size_t want, const std::string& name, const std::string& like) {
   if (got != want)
     throw Error(name + " has " + std::to_string(got) + " entries but " + like + " has " + std::to_string(want));
@@ -132,6 +141,7 @@ void check_trees(Attrs& a) {
 // (tree id, node id). `prefix` is "target" or "class".
 std::shared_ptr<Attrs> parse_legacy(const Node& node, const std::string& prefix, int64_t num_targets) {
   const Attributes& at = node.attributes;
+  check_targets(num_targets);
   auto a = std::make_shared<Attrs>();
   a->num_targets = num_targets;
   const auto tree_ids = at.get_ints_or("nodes_treeids", {});
@@ -207,9 +217,7 @@ std::shared_ptr<Attrs> parse_legacy(const Node& node, const std::string& prefix,
 }  // namespace
 
 std::shared_ptr<const OpAttributes> parse_tree_ensemble_regressor(const Node& node, int64_t) {
-  const int64_t targets = node.attributes.get_int_or("n_targets", 1);
-  if (targets < 1) throw Error("n_targets must be positive, got " + std::to_string(targets));
-  auto a = parse_legacy(node, "target", targets);
+  auto a = parse_legacy(node, "target", node.attributes.get_int_or("n_targets", 1));
   a->aggregate = parse_aggregate(node.attributes.get_string_or("aggregate_function", "SUM"));
   return a;
 }
@@ -320,7 +328,7 @@ std::shared_ptr<const OpAttributes> parse_tree_ensemble(const Node& node, int64_
       leaf_targets.empty() ? 0 : *std::max_element(leaf_targets.begin(), leaf_targets.end());
   // n_targets is optional in the schema; without it, every target a leaf names.
   a->num_targets = at.get_int_or("n_targets", max_target + 1);
-  if (a->num_targets < 1) throw Error("n_targets must be positive");
+  check_targets(a->num_targets);
   std::vector<int32_t> leaf_of(leaves);
   for (size_t j = 0; j < leaves; ++j) leaf_of[j] = static_cast<int32_t>(n + j);
   set_leaf_weights(*a, leaf_of, leaf_targets, weights);

@@ -516,6 +516,9 @@ TEST(TreeEnsembleRegressor, BadAttributesAreClearErrors) {
   n = small_regressor();
   n.attributes.set_string("aggregate_function", "MEDIAN");
   expect_error(n, x, "MEDIAN");
+  n = small_regressor();
+  n.attributes.set_int("n_targets", int64_t{1} << 40);  // would size the kernel's sums
+  expect_error(n, x, "n_targets must be in [1, 1048576]");
 }
 
 TEST(TreeEnsembleClassifier, StringLabelsAreRejectedClearly) {
