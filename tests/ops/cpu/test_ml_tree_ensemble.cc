@@ -409,7 +409,7 @@ TEST(TreeEnsemble, MatchesReferenceForEveryAggregate) {
   }
 }
 
-TEST(TreeEnsemble, SetMembershipAndDoubleInput) {
+TEST(TreeEnsemble, SetMembershipWithDoubleAndHalfInputs) {
   // One tree: x0 in {1, 3.5} -> leaf 0 (weight 10); else x1 <= 0 -> leaf 1 (20), else leaf 2 (30).
   Node node = make_node("TreeEnsemble", {"X"}, {"Y"}, {}, kMl);
   Attributes& a = node.attributes;
@@ -433,6 +433,13 @@ TEST(TreeEnsemble, SetMembershipAndDoubleInput) {
   const auto out = evaluate_node(node, 5, {&x});
   EXPECT_EQ(out[0].dtype(), DType::Float64);
   expect_close(out[0], std::vector<double>{10, 10, 20, 30}, 0, 0, "set membership");
+  // The same tree in float16 (every value here is exact in half).
+  a.set_tensor("nodes_splits", test::from_values(DType::Float16, {2}, {nan, 0}));
+  a.set_tensor("leaf_weights", test::from_values(DType::Float16, {3}, {10, 20, 30}));
+  const Tensor xh = test::from_values(DType::Float16, {4, 2}, {1, 5, 3.5, 5, 2, -1, 0, 1});
+  const auto half = evaluate_node(node, 5, {&xh});
+  EXPECT_EQ(half[0].dtype(), DType::Float16);
+  expect_close(half[0], std::vector<double>{10, 10, 20, 30}, 0, 0, "set membership, float16");
 }
 
 TEST(TreeEnsemble, ManyRowsOnSeveralThreadsMatchOneThread) {
