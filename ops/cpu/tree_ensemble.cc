@@ -1,16 +1,17 @@
 // CPU kernel for the ai.onnx.ml tree ensembles (TreeEnsembleRegressor,
 // TreeEnsembleClassifier, TreeEnsemble). The schema has already checked the trees
-// (graph/schemas/tree_ensemble.h); here they are packed, at plan time, into one array
-// of 16-24 byte node records (threshold, feature, both children, mode), so a step down
-// a tree reads one record instead of one entry in each of five arrays.
+// (graph/schemas/tree_ensemble.h) and holds them as arrays, one per field; here they are
+// packed, at plan time, into one array of 20-24 byte node records (threshold, feature,
+// both children, mode), so a step down a tree reads one cache line instead of one entry
+// in each of five arrays.
 //
 // Rows go in chunks of kChunk, each walked tree by tree so a tree's nodes stay in cache
-// for all the chunk's rows, and within a tree in blocks of kBlock: all rows of the
-// block take one step at a
-// time. Their walks are independent, so the processor overlaps their loads instead of
-// waiting on one chain of node reads. Leaves point to themselves, so no row tests for
-// "arrived": the block steps until no row moved (at most the tree's depth). Blocks of
-// rows run in parallel.
+// for all the chunk's rows; within a tree, in blocks of kBlock rows that take one step
+// at a time. Their walks are independent, so the processor overlaps their loads instead
+// of waiting on one chain of node reads, and a step is branch-free (it indexes the
+// children by the comparison). Leaves point to themselves, so no row tests for
+// "arrived": the block steps until no row moved (at most the tree's depth). The rows
+// are split between threads; run allocates nothing.
 #include "graph/schemas/tree_ensemble.h"
 #include "ops/cpu/elementwise.h"
 #include "ops/cpu/ml_post_transform.h"
