@@ -27,7 +27,7 @@ namespace ember {
 
 namespace {
 
-constexpr int64_t kBlock = 16;
+constexpr int64_t kBlock = 8;
 constexpr int64_t kChunk = 256;  // a multiple of kBlock
 
 template <class Th>
