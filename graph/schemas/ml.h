@@ -13,7 +13,7 @@
 
 namespace ember {
 
-inline const std::string kMlDomain = "ai.onnx.ml";
+inline constexpr char kMlDomain[] = "ai.onnx.ml";  // constant-initialized: safe in static registrations
 
 enum class MlPostTransform : uint8_t { None, Softmax, Logistic, SoftmaxZero, Probit };
 
