@@ -10,8 +10,8 @@
 // at a time. Their walks are independent, so the processor overlaps their loads instead
 // of waiting on one chain of node reads, and a step is branch-free (it indexes the
 // children by the comparison). Leaves point to themselves, so no row tests for
-// "arrived": the block steps until no row moved (at most the tree's depth). The rows
-// are split between threads; run allocates nothing.
+// "arrived": the block steps until no row moved (at most the tree's depth). Threads
+// take chunks as they go; run allocates nothing.
 #include "graph/schemas/tree_ensemble.h"
 #include "ops/cpu/elementwise.h"
 #include "ops/cpu/ml_post_transform.h"
@@ -19,6 +19,7 @@
 #include "ops/registry.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <memory>
 #include <utility>
@@ -28,7 +29,7 @@ namespace ember {
 namespace {
 
 constexpr int64_t kBlock = 8;
-constexpr int64_t kChunk = 256;  // a multiple of kBlock
+constexpr int64_t kChunk = 128;  // a multiple of kBlock
 
 template <class Th>
 struct PackedNode {
@@ -56,8 +57,9 @@ template <class X, class Th>
 class TreeEnsembleKernel final : public Kernel {
  public:
   TreeEnsembleKernel(std::shared_ptr<const TreeEnsembleAttributes> attrs, TreeOutput output, int64_t rows,
-                     int64_t row_stride, int64_t slots)
-      : attrs_(std::move(attrs)), a_(*attrs_), output_(output), rows_(rows), stride_(row_stride), slots_(slots) {
+                     int64_t row_stride, int64_t slots, int64_t chunk_rows)
+      : attrs_(std::move(attrs)), a_(*attrs_), output_(output), rows_(rows), stride_(row_stride), slots_(slots),
+        chunk_rows_(chunk_rows) {
     const TreeEnsembleAttributes& a = a_;
     nodes_.resize(a.modes.size());
     bool one_mode = true;
@@ -82,15 +84,17 @@ class TreeEnsembleKernel final : public Kernel {
 
   void run(const RunArgs& args) const override {
     const X* x = args.inputs[0]->data_as<X>();
-    const int64_t blocks = (rows_ + kBlock - 1) / kBlock, per_slot = (blocks + slots_ - 1) / slots_ * kBlock;
-    const int64_t cost = per_slot * static_cast<int64_t>(a_.roots.size()) * 8;
+    const int64_t chunks = (rows_ + chunk_rows_ - 1) / chunk_rows_;
+    const int64_t cost = (rows_ + slots_ - 1) / slots_ * static_cast<int64_t>(a_.roots.size()) * 8;
     auto* workspace = static_cast<unsigned char*>(args.workspace);
+    // Threads take chunks as they finish, not a fixed half each: on a shared machine a
+    // thread that loses its core for a while no longer holds up the whole run.
+    std::atomic<int64_t> next_chunk{0};
     parallel_for(slots_, cost, [&](int64_t begin, int64_t end) {
-      for (int64_t slot = begin; slot < end; ++slot) {  // each slot owns its scratch and rows
+      for (int64_t slot = begin; slot < end; ++slot) {  // each slot owns its scratch
         unsigned char* scratch = workspace + static_cast<size_t>(slot) * workspace_per_slot(a_.num_targets);
-        const int64_t last = std::min(rows_, (slot + 1) * per_slot);
-        for (int64_t row = slot * per_slot; row < last; row += kChunk)
-          run_chunk(x, row, std::min(kChunk, last - row), scratch, args);
+        for (int64_t c = next_chunk.fetch_add(1); c < chunks; c = next_chunk.fetch_add(1))
+          run_chunk(x, c * chunk_rows_, std::min(chunk_rows_, rows_ - c * chunk_rows_), scratch, args);
       }
     });
   }
@@ -231,7 +235,7 @@ class TreeEnsembleKernel final : public Kernel {
   std::vector<PackedNode<Th>> nodes_;
   TreeMode mode_;  // the one mode of every branch, or Member for the generic walk
   TreeOutput output_;
-  int64_t rows_, stride_, slots_;
+  int64_t rows_, stride_, slots_, chunk_rows_;
 };
 
 std::unique_ptr<Kernel> make_tree_kernel(KernelInit& init, std::string* why_not, TreeOutput output) {
@@ -240,11 +244,14 @@ std::unique_ptr<Kernel> make_tree_kernel(KernelInit& init, std::string* why_not,
   const int64_t rows = xs.size() == 2 ? xs[0] : 1, stride = xs.back();
   const int64_t blocks = (rows + kBlock - 1) / kBlock;
   const int64_t slots = std::max<int64_t>(1, std::min<int64_t>(init.num_threads, blocks));
+  // About four chunks per thread, so threads can even out; whole blocks, at most kChunk.
+  const int64_t chunk_blocks = (blocks + 4 * slots - 1) / (4 * slots);
+  const int64_t chunk_rows = std::clamp(chunk_blocks * kBlock, kBlock, kChunk);
   std::unique_ptr<Kernel> kernel;
   auto make = [&](auto x_tag, auto th_tag) {
     using K = TreeEnsembleKernel<typename decltype(x_tag)::type, typename decltype(th_tag)::type>;
     init.workspace_bytes = K::workspace_per_slot(attrs->num_targets) * static_cast<size_t>(slots);
-    kernel = std::make_unique<K>(attrs, output, rows, stride, slots);
+    kernel = std::make_unique<K>(attrs, output, rows, stride, slots, chunk_rows);
   };
   // Compare in the wider of X's and the thresholds' types, as numpy would.
   const bool narrow = !attrs->thresholds_double;
