@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Latency and throughput of ember's `infer` beside ONNX Runtime on the same machine.
 
-    bench.py --infer PATH [--models resnet50,mobilenetv2,mobilenetv3,convnext,efficientnet,vit,bert,gpt2,llama,silero_vad] [--batches 1,8]
+    bench.py --infer PATH [--models resnet50,mobilenetv2,mobilenetv3,convnext,efficientnet,vit,bert,gpt2,llama,silero_vad,random_forest] [--batches 1,8]
              [--threads N] [--seq 128] [--precisions fp32,bf16] [--repeat R] [--work DIR]
              [--build-type TYPE] [FILE.onnx ... --dims batch=8,sequence=128]
 

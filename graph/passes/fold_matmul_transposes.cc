@@ -24,7 +24,9 @@ namespace {
 
 using Perm = std::vector<int64_t>;
 
-bool is_transpose(const Node& n) { return n.op_type == "Transpose" && n.domain.empty() && n.attributes.has("perm"); }
+bool is_transpose(const Node& n) {
+  return n.op_type == "Transpose" && n.domain.empty() && n.inputs.size() == 1 && n.attributes.has("perm");
+}
 
 bool is_permutation(const Perm& p) {
   Perm sorted = p;
@@ -97,7 +99,8 @@ class MatMulTransposeFolder {
   }
 
   int fold(int index) {
-    if (dead_[index] || !is_matmul(graph_.nodes[index])) return 0;
+    // A MatMul missing an operand is refused later, naming it; it has nothing to fold.
+    if (dead_[index] || !is_matmul(graph_.nodes[index]) || graph_.nodes[index].inputs.size() < 2) return 0;
     Node fused = graph_.nodes[index];
     std::vector<int> parts;
     for (int input : {0, 1}) {
