@@ -4,6 +4,7 @@ ONNX Runtime's Python API, on one model, in one process tree on the same machine
 
     PYTHONPATH=build/python python3 tools/bench_python.py [--infer build/infer]
         [--model models/default/model.onnx --input models/default/input.npy] [--threads 1] [--repeat 2000]
+    # several inputs: --input input_ids=ids.npy --input attention_mask=mask.npy ...
 
 Each side: the same input, the same intra-op thread count, warm-up runs, then --repeat
 runs timed one by one; p50 and mean per run. C++ is `infer --repeat` (its own timer,
@@ -43,18 +44,21 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--infer", default=os.path.join(REPO, "build", "infer"))
     parser.add_argument("--model", default=os.path.join(REPO, "models", "default", "model.onnx"))
-    parser.add_argument("--input", default=os.path.join(REPO, "models", "default", "input.npy"))
+    parser.add_argument("--input", action="append",
+                        help="file.npy (a one-input model) or name=file.npy, once per input; "
+                             "default: models/default/input.npy")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--repeat", type=int, default=2000)
     parser.add_argument("--warmup", type=int, default=50)
     args = parser.parse_args()
 
-    x = np.load(args.input)
+    items = args.input or [os.path.join(REPO, "models", "default", "input.npy")]
+    named = [item.split("=", 1) if "=" in item and not os.path.exists(item) else [None, item] for item in items]
     rows = []
 
     with tempfile.TemporaryDirectory() as tmp:
         summary = os.path.join(tmp, "summary.json")
-        subprocess.run([args.infer, args.model, args.input, "--threads", str(args.threads),
+        subprocess.run([args.infer, args.model, *items, "--threads", str(args.threads),
                         "--warmup", str(args.warmup), "--repeat", str(args.repeat),
                         "--summary-json", summary], check=True, stdout=subprocess.DEVNULL)
         with open(summary) as f:
@@ -62,20 +66,20 @@ def main():
         rows.append(("ember C++ (infer --repeat)", latency["p50"] * 1e3, latency["mean"] * 1e3))
 
     session = ember.Session(args.model, threads=args.threads)
-    name = session.inputs[0].name
+    feed = {name or session.inputs[0].name: np.load(path) for name, path in named}
     rows.append(("ember Python (Session.run)",
-                 *time_runs(lambda: session.run(None, {name: x}), args.warmup, args.repeat)))
+                 *time_runs(lambda: session.run(None, feed), args.warmup, args.repeat)))
 
     options = ort.SessionOptions()
     options.intra_op_num_threads = args.threads
     options.inter_op_num_threads = 1
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     ort_session = ort.InferenceSession(args.model, options, providers=["CPUExecutionProvider"])
-    ort_name = ort_session.get_inputs()[0].name
     rows.append((f"ONNX Runtime {ort.__version__} Python",
-                 *time_runs(lambda: ort_session.run(None, {ort_name: x}), args.warmup, args.repeat)))
+                 *time_runs(lambda: ort_session.run(None, feed), args.warmup, args.repeat)))
 
-    print(f"{os.path.relpath(args.model, REPO)}, input {list(x.shape)} {x.dtype}, {args.threads} thread(s), "
+    shapes = ", ".join(f"{k} {list(v.shape)} {v.dtype}" for k, v in feed.items())
+    print(f"{os.path.relpath(args.model, REPO)}, inputs {shapes}, {args.threads} thread(s), "
           f"{args.repeat} runs after {args.warmup}; {platform.processor() or platform.machine()}, "
           f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f}\n")
     print("| runner | p50 µs | mean µs |\n| --- | ---: | ---: |")
