@@ -90,6 +90,29 @@ void set_leaf_weights(Attrs& a, const std::vector<int32_t>& leaf_of, const std::
 // Checks that no walk from a root can loop and records each tree's depth: a depth-first
 // search that meets a node still on its own path has found a cycle. Iterative, so a
 // hostile chain of a million nodes does not overflow the stack.
+template <class Th>
+std::vector<PackedTreeNode<Th>> packed_as(const Attrs& a) {
+  std::vector<PackedTreeNode<Th>> nodes(a.modes.size());
+  for (size_t i = 0; i < nodes.size(); ++i)
+    nodes[i] = {static_cast<Th>(a.thresholds[i]), static_cast<int32_t>(a.features[i]),
+                {a.false_children[i], a.true_children[i]}, a.modes[i], a.missing_tracks_true[i]};
+  return nodes;
+}
+
+// The kernels' forms of the checked nodes (tree_ensemble.h), made here, once per session.
+void pack_nodes(Attrs& a) {
+  if (!a.thresholds_double) a.packed_float = packed_as<float>(a);
+  a.packed_double = packed_as<double>(a);
+  bool one_mode = true;
+  a.uniform_mode = TreeMode::Leaf;
+  for (TreeMode m : a.modes) {
+    if (m == TreeMode::Leaf) continue;
+    if (a.uniform_mode == TreeMode::Leaf) a.uniform_mode = m;
+    one_mode &= m == a.uniform_mode && m != TreeMode::Member;
+  }
+  if (!one_mode) a.uniform_mode = TreeMode::Member;  // stands for "mixed": the generic walk
+}
+
 void check_trees(Attrs& a) {
   const size_t n = a.modes.size();
   std::vector<int32_t> depth(n, -1);
@@ -211,6 +234,7 @@ std::shared_ptr<Attrs> parse_legacy(const Node& node, const std::string& prefix,
   a->base_values = expand_base_values(ml_floats_or_tensor(node, "base_values"), num_targets);
   a->post_transform = parse_ml_post_transform(at.get_string_or("post_transform", "NONE"));
   check_trees(*a);
+  pack_nodes(*a);
   return a;
 }
 
@@ -345,6 +369,7 @@ std::shared_ptr<const OpAttributes> parse_tree_ensemble(const Node& node, int64_
   a->aggregate = kAggregates[aggregate];
   a->post_transform = kTransforms[post];
   check_trees(*a);
+  pack_nodes(*a);
   return a;
 }
 

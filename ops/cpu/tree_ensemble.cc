@@ -1,9 +1,8 @@
 // CPU kernel for the ai.onnx.ml tree ensembles (TreeEnsembleRegressor,
 // TreeEnsembleClassifier, TreeEnsemble). The schema has already checked the trees
-// (graph/schemas/tree_ensemble.h) and holds them as arrays, one per field; here they are
-// packed, at plan time, into one array of 20-24 byte node records (threshold, feature,
-// both children, mode), so a step down a tree reads one cache line instead of one entry
-// in each of five arrays.
+// (graph/schemas/tree_ensemble.h) and packed them, once per session, into one array of
+// 20-24 byte node records (threshold, feature, both children, mode) that every plan's
+// kernel reads.
 //
 // Rows go in chunks of kChunk, each walked tree by tree so a tree's nodes stay in cache
 // for all the chunk's rows; within a tree, in blocks of kBlock rows that take one step
@@ -31,15 +30,6 @@ namespace {
 constexpr int64_t kBlock = 8;
 constexpr int64_t kChunk = 128;  // a multiple of kBlock
 
-template <class Th>
-struct PackedNode {
-  Th threshold;
-  int32_t feature;
-  int32_t children[2];  // [false, true]: the step indexes it, with no branch to mispredict
-  TreeMode mode;
-  uint8_t missing_tracks_true;
-};
-
 // Whether x passes a branch of mode M (not Member, whose set the caller tests).
 template <TreeMode M, class Th>
 bool compare(Th x, Th threshold) {
@@ -58,21 +48,8 @@ class TreeEnsembleKernel final : public Kernel {
  public:
   TreeEnsembleKernel(std::shared_ptr<const TreeEnsembleAttributes> attrs, TreeOutput output, int64_t rows,
                      int64_t row_stride, int64_t slots, int64_t chunk_rows)
-      : attrs_(std::move(attrs)), a_(*attrs_), output_(output), rows_(rows), stride_(row_stride), slots_(slots),
-        chunk_rows_(chunk_rows) {
-    const TreeEnsembleAttributes& a = a_;
-    nodes_.resize(a.modes.size());
-    bool one_mode = true;
-    mode_ = TreeMode::Leaf;
-    for (size_t i = 0; i < nodes_.size(); ++i) {
-      nodes_[i] = {static_cast<Th>(a.thresholds[i]), static_cast<int32_t>(a.features[i]),
-                   {a.false_children[i], a.true_children[i]}, a.modes[i], a.missing_tracks_true[i]};
-      if (a.modes[i] == TreeMode::Leaf) continue;
-      if (mode_ == TreeMode::Leaf) mode_ = a.modes[i];
-      one_mode &= a.modes[i] == mode_ && a.modes[i] != TreeMode::Member;
-    }
-    if (!one_mode) mode_ = TreeMode::Member;  // stands for "mixed": the generic walk
-  }
+      : attrs_(std::move(attrs)), a_(*attrs_), nodes_(packed_nodes<Th>(a_)), mode_(a_.uniform_mode), output_(output),
+        rows_(rows), stride_(row_stride), slots_(slots), chunk_rows_(chunk_rows) {}
 
   // Per slot: the chunk's sums (doubles) and "has a weight" flags, and one row's
   // scores in float.
@@ -102,11 +79,11 @@ class TreeEnsembleKernel final : public Kernel {
  private:
   template <TreeMode M>
   void walk(const X* x, int64_t rows, int32_t depth, int32_t* at) const {
-    const PackedNode<Th>* nodes = nodes_.data();
+    const PackedTreeNode<Th>* nodes = nodes_.data();
     for (int32_t step = 0; step < depth; ++step) {
       int32_t moved = 0;  // nonzero while some row has not reached its leaf
       for (int64_t r = 0; r < rows; ++r) {
-        const PackedNode<Th>& n = nodes[at[r]];
+        const PackedTreeNode<Th>& n = nodes[at[r]];
         const Th v = static_cast<Th>(compute_t<X>(x[r * stride_ + n.feature]));
         int go_true;
         if constexpr (M == TreeMode::Member) go_true = passes(n, at[r], v);
@@ -120,7 +97,7 @@ class TreeEnsembleKernel final : public Kernel {
   }
 
   // The generic test, for forests that mix modes or test set membership.
-  bool passes(const PackedNode<Th>& n, int32_t i, Th v) const {
+  bool passes(const PackedTreeNode<Th>& n, int32_t i, Th v) const {
     if (n.missing_tracks_true && std::isnan(v)) return true;
     switch (n.mode) {
       case TreeMode::Leq: return compare<TreeMode::Leq>(v, n.threshold);
@@ -232,7 +209,7 @@ class TreeEnsembleKernel final : public Kernel {
 
   std::shared_ptr<const TreeEnsembleAttributes> attrs_;
   const TreeEnsembleAttributes& a_;
-  std::vector<PackedNode<Th>> nodes_;
+  const std::vector<PackedTreeNode<Th>>& nodes_;  // the session's, in attrs_
   TreeMode mode_;  // the one mode of every branch, or Member for the generic walk
   TreeOutput output_;
   int64_t rows_, stride_, slots_, chunk_rows_;
