@@ -33,6 +33,18 @@ Tensor stack(const std::vector<Tensor>& parts, int64_t axis, DType dtype, const 
   return out;
 }
 
+bool truth(const Tensor& t, const Node& node) {
+  if (t.numel() != 1) throw Error(node.label() + ": the condition must hold one element");
+  return *static_cast<const uint8_t*>(t.data()) != 0;
+}
+
+int64_t loop_trip_count(const Tensor* max_trips, const Node& node) {
+  if (!max_trips) return -1;
+  if (max_trips->dtype() != DType::Int64 || max_trips->numel() != 1)
+    throw Error(node.label() + ": the trip count M must be one int64");
+  return std::max<int64_t>(*max_trips->data_as<int64_t>(), 0);
+}
+
 namespace {
 
 using Scope = std::unordered_map<std::string, Tensor>;
@@ -65,10 +77,6 @@ std::vector<Tensor> run_body(const Graph& body, int64_t opset, const std::vector
   return results;
 }
 
-bool truth(const Tensor& t, const Node& node) {
-  if (t.numel() != 1) throw Error(node.label() + ": the condition must hold one element");
-  return *static_cast<const uint8_t*>(t.data()) != 0;
-}
 
 // Element `index` of `t` along `axis`, without that axis.
 Tensor slice_at(const Tensor& t, int64_t axis, int64_t index) {
@@ -114,20 +122,15 @@ class LoopKernel final : public Kernel {
     const Graph& body = node_.attributes.get_graph("body");
     const Tensor* max_trips = args.inputs.size() > 0 ? args.inputs[0] : nullptr;
     const Tensor* cond_in = args.inputs.size() > 1 ? args.inputs[1] : nullptr;
-    if (max_trips && (max_trips->dtype() != DType::Int64 || max_trips->numel() != 1))
-      throw Error(node_.label() + ": the trip count M must be one int64");
-    // M bounds the iterations: a negative M runs none (as the ONNX reference and ONNX
-    // Runtime do); only an absent M leaves the condition alone to end the loop.
-    const int64_t trips = max_trips ? std::max<int64_t>(*max_trips->data_as<int64_t>(), 0) : -1;
+    const int64_t trips = loop_trip_count(max_trips, node_);
     bool cond = cond_in ? truth(*cond_in, node_) : true;
     std::vector<Tensor> carried;
     for (size_t i = 2; i < args.inputs.size(); ++i) carried.push_back(*args.inputs[i]);
     const size_t n_carried = carried.size();
     std::vector<std::vector<Tensor>> scans(body.outputs.size() - 1 - n_carried);
 
-    constexpr int64_t kMaxIterations = int64_t{1} << 31;
     for (int64_t i = 0; (trips < 0 || i < trips) && cond; ++i) {
-      if (i >= kMaxIterations) throw Error(node_.label() + ": ran past 2^31 iterations");
+      if (i >= kMaxLoopIterations) throw Error(node_.label() + ": ran past 2^31 iterations");
       check_stop(args.stop);  // an empty body would otherwise never check
       Tensor iteration(DType::Int64, {});
       *iteration.data_as<int64_t>() = i;

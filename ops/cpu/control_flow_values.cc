@@ -14,9 +14,7 @@ namespace ember {
 namespace {
 
 bool truth(const ValueOpContext& ctx, const Value& v) {
-  const Tensor& t = v.tensor(ctx.node.label() + ": the condition");
-  if (t.numel() != 1 || t.dtype() != DType::Bool) ctx.fail("the condition must be one bool, got " + v.describe());
-  return *t.data_as<uint8_t>() != 0;
+  return truth(v.tensor(ctx.node.label() + ": the condition"), ctx.node);
 }
 
 Value scalar_int64(int64_t v) {
@@ -44,12 +42,7 @@ std::vector<Value> run_loop(const ValueOpContext& ctx) {
   const Graph& body = ctx.node.attributes.get_graph("body");
   const bool has_trips = ctx.num_inputs() > 0 && ctx.inputs[0];
   const bool has_cond = ctx.num_inputs() > 1 && ctx.inputs[1];
-  int64_t trips = -1;
-  if (has_trips) {
-    const Tensor& m = ctx.tensor(0);
-    if (m.dtype() != DType::Int64 || m.numel() != 1) ctx.fail("the trip count M must be one int64");
-    trips = std::max<int64_t>(*m.data_as<int64_t>(), 0);  // as the tensor Loop: negative runs none
-  }
+  const int64_t trips = loop_trip_count(has_trips ? &ctx.tensor(0) : nullptr, ctx.node);
   bool cond = has_cond ? truth(ctx, ctx.input(1)) : true;
   std::vector<Value> carried;
   for (size_t i = 2; i < ctx.num_inputs(); ++i) carried.push_back(ctx.inputs[i] ? *ctx.inputs[i] : Value());
@@ -57,9 +50,8 @@ std::vector<Value> run_loop(const ValueOpContext& ctx) {
     ctx.fail("the body's inputs and outputs do not match the loop's " + std::to_string(carried.size()) +
              " carried values");
   std::vector<std::vector<Tensor>> scans(body.outputs.size() - 1 - carried.size());
-  constexpr int64_t kMaxIterations = int64_t{1} << 31;
   for (int64_t i = 0; (trips < 0 || i < trips) && cond; ++i) {
-    if (i >= kMaxIterations) ctx.fail("ran past 2^31 iterations");
+    if (i >= kMaxLoopIterations) ctx.fail("ran past 2^31 iterations");
     if (ctx.stop) ctx.stop->check();
     std::vector<Value> in = {scalar_int64(i), scalar_bool(cond)};
     in.insert(in.end(), carried.begin(), carried.end());
