@@ -6,17 +6,20 @@
 #   4. the GPU benchmark beside PyTorch (eager and torch.compile); its table comes last.
 # Usage: scripts/gpu_check.sh [--bundle gpu-bundle.tar.xz] [--quick]
 #   --quick: benchmark batch 1 and 8 only, fewer repeats.
+#   --profile-models M,N: after the benchmark, `infer --profile` (per-node GPU time from
+#   CUDA events) on each of these models at the benchmark's largest batch and inputs.
 #   EMBER_BENCH_ARGS: more tools/bench_gpu.py options (e.g. "--models bert --results F"
 #   to run the benchmark in pieces where one command may only run for minutes).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
-bundle="" quick=0
+bundle="" quick=0 profile_models=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --bundle) bundle=$2; shift 2 ;;
     --quick) quick=1; shift ;;
-    *) echo "usage: $0 [--bundle FILE] [--quick]" >&2; exit 2 ;;
+    --profile-models) profile_models=$2; shift 2 ;;
+    *) echo "usage: $0 [--bundle FILE] [--quick] [--profile-models M,N]" >&2; exit 2 ;;
   esac
 done
 
@@ -67,6 +70,16 @@ batches=1,8,64 repeat=50
 [ $quick = 1 ] && batches=1,8 repeat=20
 step benchmark python3 tools/bench_gpu.py --infer "$bin/infer" --work "$work/models" --batches $batches \
   --repeat $repeat --markdown ${EMBER_BENCH_ARGS:-}
+
+# Where each model's time goes, per node, at the benchmark's inputs (largest batch, fp16).
+for model in ${profile_models//,/ }; do
+  case_dir=$(ls -d "$work/models/bench_gpu/${model}_b"* 2>/dev/null | sort -V | tail -1)
+  [ -n "$case_dir" ] || { summary+=("FAIL  profile_$model (no benchmark inputs)"); continue; }
+  inputs=()
+  for f in "$case_dir"/*.npy; do inputs+=("$(basename "$f" .npy)=$f"); done
+  step "profile_$model" "$bin/infer" --device cuda --precision fp16 --profile --warmup 5 --repeat 20 \
+    --trace "$work/profile_$model.json" "$work/models/$model.onnx" "${inputs[@]}"
+done
 
 echo; echo "=== summary"
 printf '%s\n' "${summary[@]}"

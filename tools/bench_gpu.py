@@ -2,7 +2,7 @@
 """ember on a GPU beside PyTorch (eager and torch.compile) on the same graph, same GPU, same run.
 
     bench_gpu.py [--infer build/infer] [--work build/models]
-                 [--models resnet50,mobilenetv2,bert,gpt2] [--batches 1,8,64]
+                 [--models resnet50,mobilenetv2,vit,bert,gpt2] [--batches 1,8,64]
                  [--precisions fp32,fp16] [--seq 128] [--repeat R] [--warmup W]
                  [--io host|device] [--no-compile] [--compile-mode MODE]
                  [--no-cuda-graph] [--markdown]
@@ -28,8 +28,9 @@ For each (model, batch, precision):
 Each timed run, by default (--io host), is what infer's timed run is: inputs from host
 memory copied to the GPU, the model, outputs copied back to host memory (GPT-2's float32
 logits at batch 64 are 1.6 GB, so that row is mostly the copy, on both sides).
---io device times the model alone for PyTorch (inputs already on the GPU, synchronize
-after); ember's figure is unchanged, so only use it to see the copies' share.
+--io device times the model alone on both sides: PyTorch's inputs are put on the GPU
+once and each run is the forward plus a synchronize; infer runs with `--io device`
+(inputs and outputs copied to the GPU once, Session::to_device).
 Latency is the p50 of R timed runs after W warm-up runs (nearest-rank percentile, as
 infer computes it); throughput = batch / p50; ratio = PyTorch p50 / ember p50, so > 1
 means ember is faster. Without --repeat, R is what fits in ~3 s of PyTorch eager time
@@ -65,7 +66,7 @@ from check_models import escape_name  # noqa: E402  (infer's file-name escaping)
 # percentile must be the same function in both benchmarks.
 from bench import SEED, build_type_of, percentile  # noqa: E402
 
-MODELS = ("resnet50", "mobilenetv2", "bert", "gpt2")
+MODELS = ("resnet50", "mobilenetv2", "vit", "bert", "gpt2")
 TEXT_MODELS = ("bert", "gpt2")
 PRECISIONS = ("fp32", "fp16")
 DEFAULT_WARMUP = 10
@@ -130,6 +131,8 @@ def infer_command(args, path, input_paths, precision, repeat, summary_path, cuda
     cmd = [args.infer, "--device", args.device, "--precision", precision]
     if cuda_graph:
         cmd.append("--cuda-graph")
+    if args.io == "device" and args.device.startswith("cuda"):
+        cmd += ["--io", "device"]
     cmd += ["--warmup", str(args.warmup), "--repeat", str(repeat), "--summary-json",
             summary_path, path] + [f"{n}={p}" for n, p in input_paths.items()]
     return cmd
@@ -197,7 +200,7 @@ def bench_case(args, torch, name, batch, precision):
 
     path, inputs, input_paths, case_dir = case_inputs(args, name, batch)
     result = {"model": name, "batch": batch, "precision": precision,
-              "seq": args.seq if name in TEXT_MODELS else None}
+              "seq": args.seq if name in TEXT_MODELS else None, "io": args.io}
     module = None
     try:
         module = OnnxModule(path, half=precision == "fp16").to(args.device).eval()
@@ -250,9 +253,9 @@ def bench_case(args, torch, name, batch, precision):
 
 # --- the table -------------------------------------------------------------------------
 
-COLUMNS = ["model", "batch", "prec", "ember ms", "eager ms", "compile ms", "ember /s",
+COLUMNS = ["model", "batch", "prec", "io", "ember ms", "eager ms", "compile ms", "ember /s",
            "eager /s", "compile /s", "eager/ember", "compile/ember"]
-ALIGN_RIGHT = [False, True, False] + [True] * 8
+ALIGN_RIGHT = [False, True, False, False] + [True] * 8
 
 
 def table_rows(results):
@@ -292,7 +295,7 @@ def table_rows(results):
             ok = engine in p50 and "ember" in p50 and p50["ember"] > 0
             cells[f"{engine}/ember"] = f"{p50[engine] / p50['ember']:.2f}" if ok else "-"
         label = r["model"] + (f" (seq {r['seq']})" if r.get("seq") else "")
-        rows.append([label, str(r["batch"]), r["precision"], cells["ember ms"],
+        rows.append([label, str(r["batch"]), r["precision"], r.get("io", "host"), cells["ember ms"],
                      cells["eager ms"], cells["compile ms"], cells["ember /s"],
                      cells["eager /s"], cells["compile /s"], cells["eager/ember"],
                      cells["compile/ember"]])
@@ -366,7 +369,7 @@ def header_lines(args, torch, torch_error):
     lines.append(f"ember commit {commit}, build {build}; infer --device {args.device}"
                  + (" --cuda-graph" if args.cuda_graph else ""))
     timed = "host inputs -> device, model, outputs -> host" if args.io == "host" else \
-        "PyTorch: model only, inputs resident (ember: host to host)"
+        "the model alone, inputs and outputs resident on the device (infer --io device)"
     lines.append(f"timed run = {timed}; {args.warmup} warm-up runs, then "
                  + (f"{args.repeat} timed runs" if args.repeat else
                     f"~{TIME_BUDGET_S:g} s of eager time ({MIN_REPEAT}..{MAX_REPEAT}) timed runs")
@@ -474,7 +477,7 @@ def main():
                   f"  PyTorch: OnnxModule({os.path.basename(path)}, half={precision == 'fp16'})"
                   f" on {args.device}, eager" + (" and torch.compile" if args.compile else ""))
         results = [{"model": m, "batch": b, "precision": p,
-                    "seq": args.seq if m in TEXT_MODELS else None,
+                    "seq": args.seq if m in TEXT_MODELS else None, "io": args.io,
                     "ember": {"error": "not run (--dry-run)"},
                     "eager": {"error": "not run (--dry-run)"},
                     "compile": {"error": "not run (--dry-run)"}} for m, b, p in cases]

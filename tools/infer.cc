@@ -37,6 +37,7 @@ struct Options {
   double timeout_ms = 0;  // per run; 0: none
   double duration_s = 0;  // benchmark for this long; 0: --repeat runs
   std::string log_level = "warning";
+  std::string io = "host";  // benchmark: where the timed runs' inputs and outputs live
   bool profile = false, explain = false, devices = false, no_optimize = false, list_ops = false;
   bool cuda_graph = false, info = false;
 };
@@ -205,6 +206,10 @@ int run(const Options& opt) {
     throw CLI::ValidationError("--report", "the report is of a benchmark: give --repeat N or --duration S too");
   if (opt.cuda_graph && opt.device.rfind("cuda", 0) != 0)
     throw ember::Error("--cuda-graph needs --device cuda or cuda:N (the device is " + opt.device + ")");
+  if (opt.io == "device" && opt.device.rfind("cuda", 0) != 0)
+    throw ember::Error("--io device needs --device cuda or cuda:N (the device is " + opt.device + ")");
+  if (opt.io == "device" && !bench)
+    throw CLI::ValidationError("--io", "--io device is for a benchmark: give --repeat N or --duration S too");
 
   ember::SessionOptions so;
   so.device = opt.device;
@@ -255,6 +260,7 @@ int run(const Options& opt) {
     settings.concurrency = opt.concurrency;
     settings.timeout_ms = opt.timeout_ms;
     settings.profile = opt.profile ? &profile : nullptr;
+    settings.device_io = opt.io == "device";
     if (watched)
       settings.progress = [&](int64_t runs, double seconds) {
         std::fprintf(stderr, "\r\033[Kbenchmarking: %lld runs in %.1f s", static_cast<long long>(runs), seconds);
@@ -322,6 +328,10 @@ int main(int argc, char** argv) {
                   "fp32; fp16 (float16 compute, float32 accumulation); bf16 (CPU: bfloat16 convolutions "
                   "and matmuls, float32 accumulation)")
       ->check(CLI::IsMember({"fp32", "fp16", "bf16"}));
+  app.add_option("--io", opt.io,
+                 "benchmark: where the timed runs' inputs and outputs are: host (copied each run) or device "
+                 "(copied to the GPU once, so a run is the model alone)")
+      ->check(CLI::IsMember({"host", "device"}));
   app.add_flag("--cuda-graph", opt.cuda_graph, "CUDA: record the device work once per input shape, then replay it");
   app.add_option("--repeat", opt.repeat, "benchmark: time this many runs (in all threads)")
       ->check(CLI::NonNegativeNumber);

@@ -31,6 +31,9 @@ template <class Claim>
 void run_thread(ember::Session& session, const std::vector<ember::Tensor>& inputs, const BenchSettings& settings,
                 Claim&& claim, std::vector<TimedRun>& runs, std::atomic<int64_t>& finished) {
   std::vector<ember::Tensor> outputs = session.make_outputs(inputs);
+  if (settings.device_io)
+    for (ember::Tensor& output : outputs)
+      if (!output.empty()) output = session.to_device(output);  // an empty one's shape comes from the data
   for (int i = 0; i < settings.warmup; ++i) session.run(inputs, outputs, run_options_with_timeout(settings.timeout_ms));
   while (claim()) {
     ember::RunOptions o = run_options_with_timeout(settings.timeout_ms);
@@ -65,9 +68,13 @@ double percentile(std::vector<double> values, double p) {
   return values[std::min(std::max<size_t>(rank, 1), values.size()) - 1];
 }
 
-BenchResult benchmark(ember::Session& session, const std::vector<ember::Tensor>& inputs, const BenchSettings& settings) {
+BenchResult benchmark(ember::Session& session, const std::vector<ember::Tensor>& host_inputs,
+                      const BenchSettings& settings) {
   if (settings.concurrency > 1 && settings.profile)
     throw ember::Error("--profile times one thread's runs: leave out --concurrency");
+  std::vector<ember::Tensor> inputs = host_inputs;
+  if (settings.device_io)
+    for (ember::Tensor& input : inputs) input = session.to_device(input);
   BenchResult result;
   result.items_per_run = inputs.empty() || inputs[0].rank() == 0 ? 1 : inputs[0].shape()[0];
   const int threads = std::max(settings.concurrency, 1);
@@ -163,12 +170,13 @@ std::string describe(const BenchResult& r, const BenchSettings& settings) {
   std::snprintf(text, sizeof text,
                 "latency over %zu runs (%d thread%s, after %d warm-up each): min %.3f ms  mean %.3f  p50 %.3f  "
                 "p90 %.3f  p95 %.3f  p99 %.3f  max %.3f\n"
-                "throughput: %.2f items/s, %.2f runs/s (batch %lld) over %.2f s\n",
+                "throughput: %.2f items/s, %.2f runs/s (batch %lld) over %.2f s%s\n",
                 ms.size(), std::max(settings.concurrency, 1), settings.concurrency > 1 ? "s" : "", settings.warmup,
                 *std::min_element(ms.begin(), ms.end()), mean, percentile(ms, 50), percentile(ms, 90),
                 percentile(ms, 95), percentile(ms, 99), *std::max_element(ms.begin(), ms.end()),
                 runs_per_s * static_cast<double>(r.items_per_run), runs_per_s,
-                static_cast<long long>(r.items_per_run), r.wall_s);
+                static_cast<long long>(r.items_per_run), r.wall_s,
+                settings.device_io ? "; inputs and outputs in device memory (--io device)" : "");
   return text;
 }
 
@@ -190,6 +198,7 @@ std::string summary_json(const BenchResult& r, const BenchSettings& settings, co
       {"precision", run.precision},
       {"threads", run.threads},
       {"concurrency", std::max(settings.concurrency, 1)},
+      {"io", settings.device_io ? "device" : "host"},
       {"batch", r.items_per_run},
       {"inputs", inputs},
       {"random_inputs", run.random_inputs},

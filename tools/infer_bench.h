@@ -18,6 +18,9 @@ struct BenchSettings {
   int concurrency = 1;      // threads sharing the session
   double timeout_ms = 0;    // a run past this raises (0: none)
   ember::Profile* profile = nullptr;  // per-node times (one thread only)
+  // Inputs and outputs in the session's device memory (Session::to_device), so the
+  // timed runs are the model alone, with no host copies; else on the host.
+  bool device_io = false;
   // Called about four times a second while timed runs go on, with the runs finished and
   // the seconds since timing began (a progress line).
   std::function<void(int64_t runs, double seconds)> progress;

@@ -69,6 +69,12 @@ class Backend {
   virtual std::unique_ptr<Kernel> make_copy(Device from, Device to) = 0;
   // A copy of host tensor `name` in this device's memory, made once (weights).
   virtual Tensor upload(const Tensor& host, const std::string& name) = 0;
+  // A copy of a host tensor in this device's memory, freed with its last Tensor (and
+  // only while this backend lives); `what` names it in an out-of-memory error. Not
+  // counted as a weight.
+  virtual Tensor copy_in(const Tensor& host, const std::string& what) = 0;
+  // A host copy of a tensor in this device's memory.
+  virtual Tensor copy_out(const Tensor& on_device) = 0;
   // A new stream for one run context.
   virtual std::unique_ptr<DeviceStream> open_stream() { return std::make_unique<DeviceStream>(); }
   // What kernel factories get as KernelInit::device_context while a plan is built,

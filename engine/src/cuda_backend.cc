@@ -259,17 +259,34 @@ class CudaBackend final : public Backend {
   }
 
   Tensor upload(const Tensor& host, const std::string& name) override {
-    const size_t bytes = host.nbytes();
-    void* p = allocate(bytes, "weight '" + name + "'");
-    std::shared_ptr<void> memory(p, [this](void* q) { release(q); });
-    // On the plan stream, waited for: a plain cudaMemcpy from pageable memory may
-    // return before its DMA lands, and run streams do not wait for the legacy stream.
-    const cuda::StreamContext* context = plan_stream();
-    check(cudaMemcpyAsync(p, host.data(), bytes, cudaMemcpyHostToDevice, context->stream), "uploading a weight");
-    check(cudaStreamSynchronize(context->stream), "uploading a weight");
+    Tensor copy = copy_in(host, "weight '" + name + "'");
     std::lock_guard lock(mutex_);
-    weights_ += bytes;
+    weights_ += host.nbytes();
+    return copy;
+  }
+
+  // Synchronous copies on the device's legacy stream, waited for whole (a plain
+  // cudaMemcpy from pageable memory may return before its DMA lands); they may run on
+  // any thread, beside runs, so they keep off the plan stream.
+  Tensor copy_in(const Tensor& host, const std::string& what) override {
+    const size_t bytes = host.nbytes();
+    void* p = allocate(bytes, what);
+    std::shared_ptr<void> memory(p, [this](void* q) { release(q); });
+    if (bytes) {
+      check(cudaMemcpy(p, host.data(), bytes, cudaMemcpyHostToDevice), "copying a tensor to the GPU");
+      check(cudaDeviceSynchronize(), "copying a tensor to the GPU");
+    }
     return Tensor::adopt(host.dtype(), host.shape(), std::move(memory), device());
+  }
+
+  Tensor copy_out(const Tensor& on_device) override {
+    Tensor host(on_device.dtype(), on_device.shape());
+    if (host.nbytes()) {
+      check(cudaSetDevice(index_), "selecting the CUDA device");
+      check(cudaMemcpy(host.data(), on_device.data(), host.nbytes(), cudaMemcpyDeviceToHost),
+            "copying a tensor from the GPU");
+    }
+    return host;
   }
 
   std::unique_ptr<DeviceStream> open_stream() override { return std::make_unique<CudaStream>(index_); }

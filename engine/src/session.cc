@@ -637,6 +637,18 @@ void Session::Impl::run(std::span<const Tensor> inputs, std::span<Tensor> output
   give_back();
 }
 
+Tensor Session::to_device(const Tensor& host) const {
+  if (host.device().kind != DeviceKind::Cpu)
+    throw Error("to_device takes a tensor on the host; this one is on " + host.device().to_string());
+  return impl_->backends.front()->copy_in(host, "a tensor copied to " + impl_->backends.front()->device().to_string());
+}
+
+Tensor Session::to_host(const Tensor& tensor) const {
+  for (Backend* backend : impl_->backends)
+    if (backend->device() == tensor.device()) return backend->copy_out(tensor);
+  throw Error("to_host: the tensor is on " + tensor.device().to_string() + ", which this session does not use");
+}
+
 std::vector<DeviceMemory> Session::memory() const {
   std::vector<DeviceMemory> result;
   for (const Backend* b : impl_->backends) {

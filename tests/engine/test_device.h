@@ -73,6 +73,16 @@ class TestBackend final : public Backend {
     ++uploads;
     return host.clone();
   }
+  Tensor copy_in(const Tensor& host, const std::string& what) override {
+    std::shared_ptr<void> memory(allocate(host.nbytes(), what), [this](void* p) { release(p); });
+    std::memcpy(memory.get(), host.data(), host.nbytes());
+    return Tensor::adopt(host.dtype(), host.shape(), std::move(memory), device());
+  }
+  Tensor copy_out(const Tensor& on_device) override {
+    Tensor host(on_device.dtype(), on_device.shape());
+    std::memcpy(host.data(), on_device.data(), host.nbytes());
+    return host;
+  }
   std::unique_ptr<DeviceStream> open_stream() override {
     auto stream = std::make_unique<TestStream>();
     stream->captures = &captures;

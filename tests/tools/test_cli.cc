@@ -350,6 +350,13 @@ TEST_F(Cli, CudaGraphOnTheCpuIsAClearError) {
   expect_one_line_error(infer("--cuda-graph " + model + " " + x), "--cuda-graph needs --device cuda");
 }
 
+TEST_F(Cli, DeviceIoOnTheCpuOrWithoutABenchmarkIsAClearError) {
+  const auto model = write_model("m.onnx");
+  const auto x = write_input("x.npy", ember::DType::Float32, {2, 4});
+  expect_one_line_error(infer("--io device --repeat 2 " + model + " " + x), "--io device needs --device cuda");
+  EXPECT_EQ(infer("--io gpu " + model + " " + x).exit_code, 2);
+}
+
 TEST_F(Cli, Fp16KeepsTheModelsInterfaceAndReportsTheConversion) {
   const auto model = write_model("m.onnx");
   const auto x = write_input("x.npy", ember::DType::Float32, {3, 4});

@@ -165,6 +165,14 @@ class Session {
   // (plans them if needed), to pass to run() again and again.
   std::vector<Tensor> make_outputs(std::span<const Tensor> inputs);
 
+  // A copy of host tensor `host` in the memory of the session's device: its GPU for a
+  // CUDA session (the host for a CPU session). Pass it to run() as an input, or as an
+  // output to be written there, so runs move no bytes to or from the host. Its memory
+  // is freed with the last Tensor that shares it, which must go before the session.
+  Tensor to_device(const Tensor& host) const;
+  // A host copy of `tensor`, which is on the host or the session's device.
+  Tensor to_host(const Tensor& tensor) const;
+
   // Human-readable plan for these inputs: devices, kernels, copies, arena offsets.
   std::string explain(std::span<const Tensor> inputs);
 

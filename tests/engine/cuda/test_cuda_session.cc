@@ -15,6 +15,7 @@
 #include <cmath>
 #include <mutex>
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <sstream>
 
@@ -242,6 +243,37 @@ TEST(CudaSession, InputsAndOutputsCanStayOnTheGpu) {
   EXPECT_EQ(plan.find("copy 'input' cpu->cuda"), std::string::npos) << "no upload of the input expected:\n" << plan;
   cudaFree(x_device);
   cudaFree(y_device);
+}
+
+// Session::to_device / to_host: tensors the session allocates on its GPU, run with no
+// host copy; their memory is counted while they live and freed after.
+TEST(CudaSession, ToDeviceTensorsRunWithoutHostCopies) {
+  REQUIRE_GPU();
+  Session session(kModel, SessionOptions{.device = "cuda"});
+  const Tensor x = input_for(session, 3);
+  const auto want = session.run({{session.inputs()[0].name, x}});
+  auto gpu_bytes = [&] {
+    for (const DeviceMemory& m : session.memory())
+      if (m.device == "cuda:0") return m.in_use_bytes;
+    return size_t(0);
+  };
+  const size_t before = gpu_bytes();
+  {
+    const Tensor in = session.to_device(x);
+    EXPECT_EQ(in.device(), (Device{DeviceKind::Cuda, 0}));
+    std::vector<Tensor> out = {session.to_device(Tensor(want[0].dtype(), want[0].shape()))};
+    EXPECT_GE(gpu_bytes(), before + x.nbytes() + want[0].nbytes());
+    for (int round = 0; round < 2; ++round) {
+      session.run(std::span<const Tensor>(&in, 1), out);
+      EXPECT_LE(relative_error(session.to_host(out[0]), want[0]), 1e-6) << "round " << round;
+    }
+    const Tensor back = session.to_host(in);
+    EXPECT_EQ(std::memcmp(back.data(), x.data(), x.nbytes()), 0) << "to_host gives back the bytes to_device took";
+    const std::string plan = session.explain(std::span<const Tensor>(&in, 1));
+    EXPECT_EQ(plan.find("copy 'input' cpu->cuda"), std::string::npos) << plan;
+  }
+  EXPECT_EQ(gpu_bytes(), before) << "the tensors' memory goes with them";
+  EXPECT_THROW(session.to_device(session.to_device(x)), Error);  // takes host tensors only
 }
 
 // A run on the caller's stream: it starts after the caller's work there (the upload
