@@ -36,7 +36,8 @@ outputs are returned as float32.
 Covered: the ops (and attribute values) of ember's four benchmark models at opset 17 —
 Add BatchNormalization Cast Clip Concat Constant Conv Div Erf Flatten Gather Gemm
 GlobalAveragePool LayerNormalization MatMul MaxPool Mul Pow Range Relu Reshape Shape Slice
-Softmax Split Sub Tanh Transpose Unsqueeze Where — plus Squeeze, Identity, Sigmoid, Sqrt,
+Softmax Split Sub Tanh Transpose Unsqueeze Where, and ViT's ConstantOfShape, Equal, Expand
+(class-token expand as torch.onnx writes it) — plus Squeeze, Identity, Sigmoid, Sqrt,
 Neg, Exp, ReduceMean (trivial neighbours). Anything else raises NotImplementedError
 naming the op(s) and a node, at construction, before anything runs.
 Limits (checked, with an error saying so): inference only (BatchNormalization
@@ -523,8 +524,23 @@ def _clip(node, attrs, opset):
     return step
 
 
+def _host_where(cond, x, y):
+    values = (cond, x, y)
+    if not any(isinstance(v, tuple) for v in values):
+        return x if cond else y
+    n = max(len(v) for v in values if isinstance(v, tuple))
+    if any(isinstance(v, tuple) and len(v) not in (1, n) for v in values):
+        raise ValueError("Where: host values do not broadcast")
+
+    def at(v, i):
+        return (v[i] if len(v) > 1 else v[0]) if isinstance(v, tuple) else v
+    return tuple(at(x, i) if at(cond, i) else at(y, i) for i in range(n))
+
+
 def _where(node, attrs, opset):
     def step(ctx, cond, x, y):
+        if _is_host(cond) and _is_host(x) and _is_host(y):  # shape arithmetic
+            return _host_where(cond, x, y)
         cond = ctx.tensor(cond)
         like = x if isinstance(x, torch.Tensor) else y if isinstance(y, torch.Tensor) else None
         if isinstance(x, tuple):
@@ -532,6 +548,27 @@ def _where(node, attrs, opset):
         if isinstance(y, tuple):
             y = ctx.tensor(y, like)
         return torch.where(cond, x, y)
+    return step
+
+
+def _constant_of_shape(node, attrs, opset):
+    value = numpy_helper.to_array(attrs["value"]) if "value" in attrs else np.zeros(1, np.float32)
+    fill = value.reshape(-1)[0].item()
+
+    def step(ctx, shape):
+        shape = _as_list(_need_host("ConstantOfShape", "shape", shape))
+        if len(shape) == 1 and shape[0] <= HOST_CONSTANT_MAX:  # stays shape arithmetic
+            return (fill,) * shape[0]
+        dtype = ctx.float_dtype if value.dtype.kind == "f" else torch.from_numpy(value).dtype
+        return torch.full(shape, fill, dtype=dtype, device=ctx.device)
+    return step
+
+
+def _expand(node, attrs, opset):
+    def step(ctx, x, shape):
+        shape = _as_list(_need_host("Expand", "shape", shape))
+        x = ctx.tensor(x)
+        return x.expand(torch.broadcast_shapes(tuple(x.shape), tuple(shape)))
     return step
 
 
@@ -571,6 +608,7 @@ OPS = {
     "Sub": _binary(torch.sub, lambda a, b: a - b),
     "Mul": _binary(torch.mul, lambda a, b: a * b),
     "Div": _binary(torch.div, _host_div, int_div=True),
+    "Equal": _binary(torch.eq, lambda a, b: a == b),
     "Relu": _unary(torch.relu),
     "Erf": _unary(torch.erf),
     "Tanh": _unary(torch.tanh),
@@ -601,13 +639,15 @@ OPS = {
     "Flatten": _flatten,
     "Clip": _clip,
     "Where": _where,
+    "ConstantOfShape": _constant_of_shape,
+    "Expand": _expand,
     "Pow": _pow,
     "Range": _range,
     "ReduceMean": _reduce_mean,
 }
 # Ops that run in Python when every input is a host value (shape arithmetic).
 HOST_OPS = {"Shape", "Gather", "Unsqueeze", "Squeeze", "Concat", "Cast", "Slice", "Add", "Sub",
-            "Mul", "Div", "Identity"}
+            "Mul", "Div", "Identity", "ConstantOfShape", "Equal", "Where"}
 
 
 def _is_compiling():

@@ -2,7 +2,8 @@
 // schema is graph/schemas/attention_fused.cc): one fused kernel, no score matrix.
 // Takes rank-4 Q [B|1, H|1, Sq, D], K (through k_perm to Kt [B|1, H|1, D, Sk]),
 // V [B|1, H|1, Sk, Dv], and a mask broadcastable to [B, H, Sq, Sk], in float32 or
-// float16, with D, Dv <= 128. What it declines the planner runs as the decomposition.
+// float16, with D, Dv <= 128; float16 runs on the tensor cores where the GPU has them
+// (compute capability 8.0+). What it declines the planner runs as the decomposition.
 #include "ops/cuda/attention_impl.h"
 #include "ops/cuda/cuda_common.h"
 #include "ops/registry.h"
@@ -16,7 +17,7 @@ namespace {
 
 class AttentionKernel final : public Kernel {
  public:
-  explicit AttentionKernel(const cuda::AttentionArgs& args) : args_(args) {}
+  AttentionKernel(const cuda::AttentionArgs& args, bool tensor_cores) : args_(args), tensor_cores_(tensor_cores) {}
 
   void run(const RunArgs& args) const override {
     cuda::AttentionArgs a = args_;
@@ -26,12 +27,14 @@ class AttentionKernel final : public Kernel {
     a.mask = a.mask_kind == cuda::AttentionMask::None ? nullptr : args.inputs[3]->data();
     a.y = args.outputs[0]->data();
     if (a.sq == 0 || a.dv == 0 || a.batch * a.heads == 0) return;  // an empty output
-    cuda::launch_attention(a, cuda::stream_context(args).stream);
+    if (tensor_cores_) cuda::launch_attention_mma(a, cuda::stream_context(args).stream);
+    else cuda::launch_attention(a, cuda::stream_context(args).stream);
     cuda::check_launch("ScaledDotProductAttention");
   }
 
  private:
   cuda::AttentionArgs args_;
+  bool tensor_cores_;  // float16 on compute capability 8.0+: attention_mma_impl.cu
 };
 
 using Strides = std::array<int64_t, 4>;
@@ -130,11 +133,12 @@ std::unique_ptr<Kernel> make_attention(KernelInit& init, std::string* why_not) {
                " and output " + shape_to_string(y) + " do not fit";
     return nullptr;
   }
-  if (cuda::attention_blocks(a) > INT_MAX) {
+  const bool tensor_cores = a.half && cuda::stream_context(init).compute_major >= 8;
+  if ((tensor_cores ? cuda::attention_mma_blocks(a) : cuda::attention_blocks(a)) > INT_MAX) {
     *why_not = "batch * heads * query tiles exceeds a CUDA grid";
     return nullptr;
   }
-  return std::make_unique<AttentionKernel>(a);
+  return std::make_unique<AttentionKernel>(a, tensor_cores);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Device side of com.ember ScaledDotProductAttention: one pass over K and V per tile of
 // query rows with an online softmax (running max and sum in float32), so the
-// [Sq, Sk] score matrix never exists. A plain C++ header (attention_impl.cu defines it).
+// [Sq, Sk] score matrix never exists. A plain C++ header: attention_impl.cu defines the
+// float32/float16 kernel, attention_mma_impl.cu the float16 tensor-core one.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -39,5 +40,10 @@ int64_t attention_blocks(const AttentionArgs& args);
 
 // Requires d, dv <= kAttentionMaxHeadDim, sq > 0, dv > 0 and batch * heads > 0.
 void launch_attention(const AttentionArgs& args, cudaStream_t stream);
+
+// The tensor-core kernel (attention_mma_impl.cu): float16 only, compute capability 8.0
+// or later; the same requirements otherwise.
+int64_t attention_mma_blocks(const AttentionArgs& args);
+void launch_attention_mma(const AttentionArgs& args, cudaStream_t stream);
 
 }  // namespace ember::cuda

@@ -89,6 +89,7 @@ struct Block {
   void* scheduler = nullptr;  // the scheduler's stack pointer while a fiber runs
   std::vector<unsigned char> dynamic_shared;
   uint64_t shuffle_slots[kMaxThreadsPerBlock] = {};
+  MatrixFragments fragments[kMaxThreadsPerBlock] = {};
 };
 
 thread_local Block* current_block = nullptr;
@@ -221,6 +222,11 @@ void warp_barrier(unsigned mask) { wait_here(FiberState::AtWarpBarrier, mask); }
 uint64_t& shuffle_slot(unsigned lane) {
   const size_t warp_start = current_coordinates->linear & ~31u;
   return current_block->shuffle_slots[warp_start + lane];
+}
+
+MatrixFragments& fragment_slot(unsigned lane) {
+  const size_t warp_start = current_coordinates->linear & ~31u;
+  return current_block->fragments[warp_start + lane];
 }
 
 std::string run_grid(const Launch& launch, const std::function<void()>& thread) {

@@ -56,6 +56,48 @@ uint64_t& shuffle_slot(unsigned lane);
 
 inline unsigned lane_id() { return current_coordinates->linear & 31u; }
 
+// One lane's registers of a warp-wide matrix multiply (mma.sync m16n8k16): A's four
+// and B's two 32-bit registers, each two float16 values.
+struct MatrixFragments {
+  uint32_t a[4], b[2];
+};
+MatrixFragments& fragment_slot(unsigned lane);
+
+// PTX mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 for the warp: D += A * B, with
+// A 16x16, B 16x8 and D 16x8 spread over the lanes as the PTX ISA lays them out (lane =
+// 4 * group + index in group): A's register r holds row group + 8 * (r & 1), columns
+// 2 * index + 8 * (r >> 1) + {0, 1}; B's register r holds rows 2 * index + 8 * r + {0, 1},
+// column group; D's element e is row group + 8 * (e >> 1), column 2 * index + (e & 1).
+// Every lane publishes its registers, waits for the warp, and computes its own four
+// elements in float.
+inline void mma_m16n8k16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+  const unsigned lane = lane_id();
+  MatrixFragments& mine = fragment_slot(lane);
+  std::memcpy(mine.a, a, sizeof mine.a);
+  std::memcpy(mine.b, b, sizeof mine.b);
+  warp_barrier(0xffffffffu);
+  auto half_of = [](uint32_t word, unsigned k) {
+    const __half_raw raw{static_cast<unsigned short>(k & 1 ? word >> 16 : word & 0xffffu)};
+    return __half2float(__half(raw));
+  };
+  auto a_at = [&](unsigned row, unsigned k) {
+    const MatrixFragments& from = fragment_slot(4 * (row & 7) + (k & 7) / 2);
+    return half_of(from.a[(row >> 3) + 2 * (k >> 3)], k);
+  };
+  auto b_at = [&](unsigned k, unsigned col) {
+    const MatrixFragments& from = fragment_slot(4 * col + (k & 7) / 2);
+    return half_of(from.b[k >> 3], k);
+  };
+  const unsigned group = lane >> 2, index = lane & 3;
+  for (unsigned e = 0; e < 4; ++e) {
+    const unsigned row = group + 8 * (e >> 1), col = 2 * index + (e & 1);
+    float sum = d[e];
+    for (unsigned k = 0; k < 16; ++k) sum += a_at(row, k) * b_at(k, col);
+    d[e] = sum;
+  }
+  warp_barrier(0xffffffffu);  // no lane overwrites its registers before the others read them
+}
+
 // Every shuffle: publish, wait for the lanes in `mask`, read `source`'s value, and wait
 // again so no lane overwrites its slot before the others have read it.
 template <class T> T shuffle(unsigned mask, T value, unsigned source) {

@@ -2,6 +2,8 @@
 // through the same rewrite as ops/cuda. Each launcher returns cudaGetLastError().
 #include <cuda_runtime.h>
 
+#include "ops/cuda/mma.cuh"
+
 namespace ember::emu_test {
 
 // Shared-memory tree and warp-shuffle reduction of one block; out[blockIdx.x] = sum.
@@ -78,6 +80,30 @@ __global__ void rotate_kernel(const float* in, float* out) {
 
 cudaError_t rotate(const float* in, float* out, int n) {
   rotate_kernel<<<1, n, n * sizeof(float)>>>(in, out);
+  return cudaGetLastError();
+}
+
+// One warp: D = C + A B with A 16x16 (row-major floats), B 16x8 (row-major floats), C and
+// D 16x8, through mma.cuh's mma_m16n8k16 and the fragment layout it documents.
+__global__ void mma_kernel(const float* a, const float* b, const float* c, float* d) {
+  const int lane = threadIdx.x, group = lane >> 2, index = lane & 3;
+  uint32_t a_frag[4], b_frag[2];
+  for (int r = 0; r < 4; ++r) {
+    const int row = group + 8 * (r & 1), col = 2 * index + 8 * (r >> 1);
+    a_frag[r] = ember::cuda::pack_half2(a[row * 16 + col], a[row * 16 + col + 1]);
+  }
+  for (int r = 0; r < 2; ++r) {
+    const int k = 2 * index + 8 * r;
+    b_frag[r] = ember::cuda::pack_half2(b[k * 8 + group], b[(k + 1) * 8 + group]);
+  }
+  float acc[4];
+  for (int e = 0; e < 4; ++e) acc[e] = c[(group + 8 * (e >> 1)) * 8 + 2 * index + (e & 1)];
+  ember::cuda::mma_m16n8k16(acc, a_frag, b_frag);
+  for (int e = 0; e < 4; ++e) d[(group + 8 * (e >> 1)) * 8 + 2 * index + (e & 1)] = acc[e];
+}
+
+cudaError_t mma(const float* a, const float* b, const float* c, float* d) {
+  mma_kernel<<<1, 32>>>(a, b, c, d);
   return cudaGetLastError();
 }
 

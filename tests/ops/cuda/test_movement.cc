@@ -97,7 +97,10 @@ TEST(CudaMovement, RangeMatchesCpu) {
 // ---- Misaligned pointers ------------------------------------------------------------------
 
 // Runs the case's CUDA kernel with every input and output `shift` bytes past a 256-byte
-// boundary (so the 16-byte paths must fall back), returning the outputs.
+// boundary (so the 16-byte paths must fall back), returning the outputs. A tensor whose
+// elements are wider than `shift` moves by one element instead: CUDA requires each
+// element's own alignment (an int64 index 4 bytes off is a misaligned-address fault that
+// ends the process's CUDA context), and no tensor ember is given can be off by less.
 std::vector<Tensor> run_shifted(const MoveCase& c, size_t shift) {
   cuda::StreamContext* context = cuda::create_stream_context(0);
   InitFor f(c);
@@ -112,23 +115,25 @@ std::vector<Tensor> run_shifted(const MoveCase& c, size_t shift) {
   const auto inputs = c.ptrs();
   std::vector<void*> buffers;
   std::vector<Tensor> dev_in, dev_out;
-  auto alloc = [&](size_t bytes) {
+  auto alloc = [&](size_t bytes, DType dtype) {
+    const size_t element = std::max<size_t>(dtype_bits(dtype) / 8, 1);
+    const size_t offset = (shift + element - 1) / element * element;
     void* p = nullptr;
-    cuda::check(cudaMalloc(&p, bytes + shift + 1), "cudaMalloc");
+    cuda::check(cudaMalloc(&p, bytes + offset + 1), "cudaMalloc");
     buffers.push_back(p);
-    return static_cast<char*>(p) + shift;
+    return static_cast<char*>(p) + offset;
   };
   for (const Tensor* in : inputs) {
     if (!in) {
       dev_in.emplace_back();
       continue;
     }
-    char* p = alloc(in->nbytes());
+    char* p = alloc(in->nbytes(), in->dtype());
     cuda::check(cudaMemcpy(p, in->data(), in->nbytes(), cudaMemcpyHostToDevice), "upload");
     dev_in.push_back(Tensor::view(in->dtype(), in->shape(), p, Device{DeviceKind::Cuda, 0}));
   }
   for (const TensorType& t : f.outputs) {
-    char* p = alloc(dtype_bytes(t.dtype, shape_numel(t.shape)));
+    char* p = alloc(dtype_bytes(t.dtype, shape_numel(t.shape)), t.dtype);
     dev_out.push_back(Tensor::view(t.dtype, t.shape, p, Device{DeviceKind::Cuda, 0}));
   }
   std::vector<const Tensor*> in_ptrs;

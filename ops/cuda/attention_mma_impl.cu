@@ -1,0 +1,232 @@
+// Fused scaled-dot-product attention on tensor cores, for float16 (flash-attention 2's
+// scheme, with mma.sync; see mma.cuh for the fragment layouts):
+//
+// One thread block (4 warps) per (batch, head, tile of 64 query rows); each warp owns 16
+// rows, and holds their Q fragments, scores and output accumulators in registers. The
+// block walks the keys in tiles of 64; per tile:
+//   1. K goes to shared memory as [key][feature] and V as V^T [feature][key] (float16,
+//      zeros past the last key and the head dim), each row padded by 8 values so the
+//      fragment reads of a warp hit 32 different banks;
+//   2. S = Q K^T (float32) on the tensor cores; scale and mask in float32;
+//   3. online softmax per row: the lanes of a group (4 lanes) share two rows, so a row's
+//      max is two shuffles; P = exp(S - max) is rounded to float16 and, because the
+//      accumulator layout of two adjacent 8-key tiles is the A-fragment layout of a
+//      16-key block, goes straight back into the tensor cores: O = O * rescale + P V.
+// At the end Y = O / sum. The [Sq, Sk] matrix never leaves registers.
+//
+// The result differs from the float32 kernel (attention_impl.cu) only by P's rounding to
+// float16 before P V (relative ~5e-4), the precision flash attention runs at. Rows whose
+// scores are all -inf give NaN and finite fills a uniform row, as there.
+#include "ops/cuda/attention_impl.h"
+#include "ops/cuda/cuda_math.cuh"
+#include "ops/cuda/mma.cuh"
+
+#include <cmath>
+
+namespace ember::cuda {
+
+namespace {
+
+constexpr int kWarps = 4;
+constexpr int kThreads = kWarps * 32;
+constexpr int kRowsPerWarp = 16;
+constexpr int kRows = kWarps * kRowsPerWarp;  // query rows per block
+constexpr int kKeys = 64;                     // keys per tile
+constexpr int kKeyTiles8 = kKeys / 8;         // S's 8-key column tiles
+constexpr int kPad = 8;                       // float16 values after each shared row
+
+int64_t row_tiles(int64_t sq) { return (sq + kRows - 1) / kRows; }
+
+template <int kHeadDim>
+constexpr size_t shared_values() {
+  return static_cast<size_t>(kKeys) * (kHeadDim + kPad) + static_cast<size_t>(kHeadDim) * (kKeys + kPad);
+}
+
+__device__ __forceinline__ uint32_t load_pair(const __half* p) { return *reinterpret_cast<const uint32_t*>(p); }
+
+// kHeadDim (64 or 128) bounds both D and Dv; the arrays indexed by it are unrolled.
+template <int kHeadDim, AttentionMask kMask>
+__global__ void __launch_bounds__(kThreads) attention_mma_kernel(const AttentionArgs a, const int64_t tiles) {
+  constexpr int kChunks = kHeadDim / 16;  // 16-feature steps of Q K^T
+  constexpr int kOutTiles = kHeadDim / 8;  // 8-feature tiles of O
+  constexpr int kKStride = kHeadDim + kPad, kVStride = kKeys + kPad;
+  extern __shared__ __align__(16) __half attention_shared[];
+  __half* k_tile = attention_shared;                   // [kKeys][kKStride]
+  __half* vt_tile = attention_shared + kKeys * kKStride;  // [kHeadDim][kVStride]
+
+  const int d = static_cast<int>(a.d), dv = static_cast<int>(a.dv);
+  const int64_t bh = blockIdx.x / tiles;  // b * heads + h
+  const int64_t b = bh / a.heads, h = bh % a.heads;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int group = lane >> 2, index = lane & 3;
+  // This lane's two rows: `group` and `group + 8` of the warp's 16.
+  const int64_t row_a = blockIdx.x % tiles * kRows + warp * kRowsPerWarp + group;
+  const int64_t rows[2] = {row_a, row_a + 8};
+  const __half* q = static_cast<const __half*>(a.q) + b * a.q_stride[0] + h * a.q_stride[1];
+  const __half* k = static_cast<const __half*>(a.k) + b * a.k_stride[0] + h * a.k_stride[1];
+  const __half* v = static_cast<const __half*>(a.v) + b * a.v_stride[0] + h * a.v_stride[1];
+  const int64_t mask_base = b * a.mask_stride[0] + h * a.mask_stride[1];
+
+  // Q's A fragments, zeros past the head dim and the last row.
+  uint32_t q_frag[kChunks][4];
+  auto q_at = [&](int r, int c) {
+    return rows[r] < a.sq && c < d ? q[rows[r] * a.q_stride[2] + c * a.q_stride[3]] : __float2half(0.f);
+  };
+#pragma unroll
+  for (int c = 0; c < kChunks; ++c) {
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      const int col = 16 * c + 8 * (r >> 1) + 2 * index;
+      q_frag[c][r] = pack_half2(q_at(r & 1, col), q_at(r & 1, col + 1));
+    }
+  }
+
+  float out[kOutTiles][4];
+#pragma unroll
+  for (int t = 0; t < kOutTiles; ++t)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) out[t][e] = 0.f;
+  float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f};  // row_sum: this lane's share
+
+  for (int64_t j0 = 0; j0 < a.sk; j0 += kKeys) {
+    __syncthreads();  // the previous tile is no longer read
+    for (int idx = threadIdx.x; idx < kKeys * kHeadDim; idx += kThreads) {
+      const int jj = idx / kHeadDim, c = idx % kHeadDim;
+      const int64_t j = j0 + jj;
+      const bool key_in = j < a.sk;
+      k_tile[jj * kKStride + c] = key_in && c < d ? k[j * a.k_stride[2] + c * a.k_stride[3]] : __float2half(0.f);
+      // Zeros past the last key: their probability is 0, and 0 * garbage may be NaN.
+      vt_tile[c * kVStride + jj] = key_in && c < dv ? v[j * a.v_stride[2] + c * a.v_stride[3]] : __float2half(0.f);
+    }
+    __syncthreads();
+
+    // S = Q K^T for the warp's 16 rows and the tile's 64 keys.
+    float s[kKeyTiles8][4];
+#pragma unroll
+    for (int n = 0; n < kKeyTiles8; ++n) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s[n][e] = 0.f;
+      const __half* key_row = k_tile + (8 * n + group) * kKStride + 2 * index;
+#pragma unroll
+      for (int c = 0; c < kChunks; ++c) {
+        if (16 * c >= d) break;  // the padded chunks add zeros
+        const uint32_t kb[2] = {load_pair(key_row + 16 * c), load_pair(key_row + 16 * c + 8)};
+        mma_m16n8k16(s[n], q_frag[c], kb);
+      }
+    }
+
+    // Scale, mask, and the online softmax of the lane's two rows.
+    float tile_max[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int n = 0; n < kKeyTiles8; ++n) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int r = e >> 1;
+        const int64_t j = j0 + 8 * n + 2 * index + (e & 1);
+        float x = s[n][e] * a.scale;
+        if (j >= a.sk) {
+          x = -INFINITY;  // no key: weight 0
+        } else if (kMask != AttentionMask::None && rows[r] < a.sq) {
+          const int64_t at = mask_base + rows[r] * a.mask_stride[2] + j * a.mask_stride[3];
+          if constexpr (kMask == AttentionMask::Additive)
+            x += __half2float(static_cast<const __half*>(a.mask)[at]);
+          else
+            x = static_cast<const uint8_t*>(a.mask)[at] != 0 ? x : a.mask_fill;
+        }
+        s[n][e] = x;
+        tile_max[r] = fmaxf(tile_max[r], x);
+      }
+    }
+    float rescale[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
+      tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
+      const float new_max = fmaxf(row_max[r], tile_max[r]);
+      // While a row has seen only -inf it adds nothing (rather than NaN).
+      rescale[r] = new_max == -INFINITY ? 1.f : expf(row_max[r] - new_max);
+      row_max[r] = new_max;
+    }
+#pragma unroll
+    for (int n = 0; n < kKeyTiles8; ++n) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int r = e >> 1;
+        s[n][e] = row_max[r] == -INFINITY ? 0.f : expf(s[n][e] - row_max[r]);
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float sum = 0.f;
+#pragma unroll
+      for (int n = 0; n < kKeyTiles8; ++n) sum += s[n][2 * r] + s[n][2 * r + 1];
+      row_sum[r] = row_sum[r] * rescale[r] + sum;
+    }
+#pragma unroll
+    for (int t = 0; t < kOutTiles; ++t)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) out[t][e] *= rescale[e >> 1];
+
+    // O += P V, P's A fragments being S's accumulators of 8-key tiles 2kk and 2kk + 1.
+#pragma unroll
+    for (int kk = 0; kk < kKeys / 16; ++kk) {
+      const uint32_t p_frag[4] = {pack_half2(s[2 * kk][0], s[2 * kk][1]), pack_half2(s[2 * kk][2], s[2 * kk][3]),
+                                  pack_half2(s[2 * kk + 1][0], s[2 * kk + 1][1]),
+                                  pack_half2(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+#pragma unroll
+      for (int t = 0; t < kOutTiles; ++t) {
+        if (8 * t >= dv) break;
+        const __half* feature_row = vt_tile + (8 * t + group) * kVStride + 16 * kk + 2 * index;
+        const uint32_t vb[2] = {load_pair(feature_row), load_pair(feature_row + 8)};
+        mma_m16n8k16(out[t], p_frag, vb);
+      }
+    }
+  }
+
+  __half* y = static_cast<__half*>(a.y);
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float sum = row_sum[r];
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    if (rows[r] >= a.sq) continue;
+    // No keys: the decomposition's MatMul over an empty axis gives zeros.
+    const float inv = a.sk == 0 ? 0.f : row_max[r] == -INFINITY ? NAN : 1.f / sum;
+    __half* y_row = y + (bh * a.sq + rows[r]) * a.dv;
+#pragma unroll
+    for (int t = 0; t < kOutTiles; ++t) {
+#pragma unroll
+      for (int e = 2 * r; e < 2 * r + 2; ++e) {
+        const int col = 8 * t + 2 * index + (e & 1);
+        if (col < dv) y_row[col] = __float2half(a.sk == 0 ? 0.f : out[t][e] * inv);
+      }
+    }
+  }
+}
+
+template <int kHeadDim, AttentionMask kMask>
+void launch(const AttentionArgs& a, cudaStream_t stream) {
+  const size_t shared = shared_values<kHeadDim>() * sizeof(__half);
+  attention_mma_kernel<kHeadDim, kMask>
+      <<<static_cast<unsigned>(attention_mma_blocks(a)), kThreads, shared, stream>>>(a, row_tiles(a.sq));
+}
+
+template <int kHeadDim>
+void launch_masked(const AttentionArgs& a, cudaStream_t stream) {
+  switch (a.mask_kind) {
+    case AttentionMask::None: launch<kHeadDim, AttentionMask::None>(a, stream); break;
+    case AttentionMask::Additive: launch<kHeadDim, AttentionMask::Additive>(a, stream); break;
+    case AttentionMask::Boolean: launch<kHeadDim, AttentionMask::Boolean>(a, stream); break;
+  }
+}
+
+}  // namespace
+
+int64_t attention_mma_blocks(const AttentionArgs& args) { return args.batch * args.heads * row_tiles(args.sq); }
+
+void launch_attention_mma(const AttentionArgs& args, cudaStream_t stream) {
+  if (args.d <= 64 && args.dv <= 64) launch_masked<64>(args, stream);
+  else launch_masked<128>(args, stream);
+}
+
+}  // namespace ember::cuda
