@@ -356,9 +356,9 @@ void Session::Impl::return_context(std::unique_ptr<RunContext> context, uint64_t
   idle_contexts.push_back(std::move(context));
 }
 
-// The graph passes the options ask for. Channels-last layouts and strided matmul
-// operands are the CPU kernels' (the CUDA ones pick their own), on float32 values
-// (bf16 math converts inside the kernel).
+// The graph passes the options ask for. Channels-last layouts are for the CPU's float32
+// and bf16 convolutions and CUDA's float16 ones (cuDNN's tensor cores read NHWC);
+// strided matmul operands are the CPU kernels' (the CUDA ones pick their own).
 void Session::Impl::optimize() {
   if (options.optimization == GraphOptimization::None) return;
   const size_t before = graph.nodes.size();
@@ -368,7 +368,8 @@ void Session::Impl::optimize() {
     fold_constants(graph, cpu_node_evaluator());
     eliminate_dead_code(graph);
   } else {
-    optimize_graph(graph, cpu_node_evaluator(), for_cpu);
+    const bool cuda_float16 = backends.front()->device().kind == DeviceKind::Cuda && options.precision == "fp16";
+    optimize_graph(graph, cpu_node_evaluator(), for_cpu, cuda_float16);
     // bf16 convolutions read bfloat16 anyway: between two of them the value stays so,
     // instead of a float32 write and a reorder back at the reader.
     if (for_cpu && options.precision == "bf16") keep_bf16_between_convs(graph, activation_in_primitive);

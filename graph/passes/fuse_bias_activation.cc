@@ -159,7 +159,7 @@ class Fuser {
 
 int fuse_bias_activation(Graph& graph) { return Fuser(graph).run(); }
 
-void optimize_graph(Graph& graph, const NodeEvaluator& evaluate, bool for_cpu) {
+void optimize_graph(Graph& graph, const NodeEvaluator& evaluate, bool for_cpu, bool channels_last) {
   fold_constants(graph, evaluate);
   eliminate_dead_code(graph);
   fold_conv_batchnorm(graph);
@@ -169,7 +169,7 @@ void optimize_graph(Graph& graph, const NodeEvaluator& evaluate, bool for_cpu) {
   // strided operands (fold_matmul_transposes), faster than a fused loop.
   if (!for_cpu) fuse_attention(graph);
   fuse_bias_activation(graph);
-  if (for_cpu) plan_channels_last(graph);
+  if (for_cpu || channels_last) plan_channels_last(graph);
   if (for_cpu) fold_matmul_transposes(graph);
   fuse_elementwise(graph);  // after the GEMM/conv epilogues have taken what they can
   eliminate_dead_code(graph);

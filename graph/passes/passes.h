@@ -56,7 +56,9 @@ int plan_channels_last(Graph& graph);
 // (plan_channels_last after the conv fusions, before the elementwise regions form;
 // fold_matmul_transposes), and fuse_attention does not (the CPU has no fused
 // attention kernel).
-void optimize_graph(Graph& graph, const NodeEvaluator& evaluate, bool for_cpu = false);
+// `channels_last`: plan_channels_last for a graph that is not for the CPU too (CUDA
+// float16 sessions: cuDNN's tensor-core convolutions read NHWC); for_cpu implies it.
+void optimize_graph(Graph& graph, const NodeEvaluator& evaluate, bool for_cpu = false, bool channels_last = false);
 
 // A question the engine answers about a node from its kernels (graph/ never reaches
 // into ops/).

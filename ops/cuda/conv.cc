@@ -4,6 +4,11 @@
 // extra rows into a zero-padded copy of X in the workspace. 1-D convolutions run as
 // 2-D ones with a unit height.
 //
+// com.ember NhwcConv (the layout planning's channels-last Conv, X/Y/Z as [N, H, W, C],
+// W still [K, C / group, R, S]) runs on cuDNN's NHWC kernels, where float16 meets the
+// tensor cores without cuDNN transposing each tensor in and out: W goes to KRSC in the
+// workspace each run (nothing to do for 1x1 filters), pads must be symmetric.
+//
 // After the convolution: bias + Relu (+ Z) is cudnnConvolutionBiasActivationForward
 // (falling back to the unfused path where cuDNN refuses it); every other combination
 // is cudnnConvolutionForward followed by one epilogue pass (bias, residual and
@@ -14,6 +19,7 @@
 #include "ops/cuda/conv_impl.h"
 #include "ops/cuda/conv_plan.h"
 #include "ops/cuda/dense_epilogue_impl.h"
+#include "ops/cuda/movement_impl.h"
 #include "ops/registry.h"
 
 #include <algorithm>
@@ -28,14 +34,16 @@ using cuda::check;
 
 class ConvKernel final : public Kernel {
  public:
-  bool plan(KernelInit& init, const cuda::Activation& act, const WindowGeometry& g, std::string* why_not) {
+  // `x` and `y` in NCHW order whatever the layout (make_conv checked y is the
+  // convolution's).
+  bool plan(KernelInit& init, const cuda::Activation& act, const WindowGeometry& g, const Shape& x, const Shape& y,
+            Layout layout, std::string* why_not) {
     const DType t = init.inputs[0].dtype;
-    const Shape& x = init.inputs[0].shape;
     const Shape& w = init.inputs[1].shape;
     const int64_t group = init.node.attributes.get_int_or("group", 1);
     half_ = t == DType::Float16;
     esize_ = half_ ? 2 : 4;
-    const Shape& y = init.outputs[0].shape;  // make_conv checked it is the convolution's
+    channels_last_ = layout == Layout::ChannelsLast;
     has_bias_ = init.inputs.size() > 2 && init.inputs[2].present();
     has_residual_ = init.inputs.size() > 3 && init.inputs[3].present();
     y_numel_ = shape_numel(y);
@@ -43,6 +51,10 @@ class ConvKernel final : public Kernel {
 
     // The symmetric part of the pads to cuDNN, the rest into a padded copy of X.
     const cuda::ConvPadding padding = cuda::conv_padding(x, g);
+    if (channels_last_ && (padding.copy || x.size() != 4)) {
+      *why_not = "channels-last convolutions on CUDA are 2-D with symmetric pads";
+      return false;
+    }
     pad_ = padding.copy;
     pad_args_ = padding.copy_args;
     Shape xpad = padding.padded_x;
@@ -50,9 +62,16 @@ class ConvKernel final : public Kernel {
     if (!cuda::set_conv_desc(conv_desc_, half_, group, padding.symmetric, g.strides, g.dilations, &xpad, &wd, &yd,
                              why_not))
       return false;
-    cuda::set_packed(x_desc_, t, xpad);
-    cuda::set_filter(w_desc_, t, wd);
-    cuda::set_packed(y_desc_, t, yd);
+    if (channels_last_) {
+      cuda::set_nhwc(x_desc_, t, xpad);
+      cuda::set_nhwc_filter(w_desc_, t, wd);
+      cuda::set_nhwc(y_desc_, t, yd);
+      plan_filter_transpose(wd);
+    } else {
+      cuda::set_packed(x_desc_, t, xpad);
+      cuda::set_filter(w_desc_, t, wd);
+      cuda::set_packed(y_desc_, t, yd);
+    }
     std::vector<int> out(yd.size());
     check(cudnnGetConvolutionNdForwardOutputDim(conv_desc_.get(), x_desc_.get(), w_desc_.get(),
                                                 static_cast<int>(out.size()), out.data()),
@@ -74,7 +93,7 @@ class ConvKernel final : public Kernel {
     // The epilogue pass: the whole tail when not fused, and the fallback should cuDNN
     // refuse the fused call for this geometry at run time.
     if (has_bias_) {  // epilogue_.bias is set per run
-      epilogue_.bias_inner = y_numel_ / (y[0] * y[1]);
+      epilogue_.bias_inner = channels_last_ ? 1 : y_numel_ / (y[0] * y[1]);
       epilogue_.bias_count = y[1];
     }
     if (has_residual_) {
@@ -86,10 +105,10 @@ class ConvKernel final : public Kernel {
     epilogue_needed_ = has_bias_ || has_residual_ || act.kind != cuda::Activation::Kind::None;
 
     if (!choose_algorithm(cuda::stream_context(init), why_not)) return false;
-    // [cuDNN's scratch, raised to 256 bytes | the padded copy of X]
+    // [cuDNN's scratch, raised to 256 bytes | the padded copy of X | W as KRSC]
     pad_at_ = cuda::align_up(cudnn_workspace_ + cuda::kScratchSlack);
-    init.workspace_bytes = pad_ ? pad_at_ + static_cast<size_t>(shape_numel(xpad)) * esize_
-                                : cudnn_workspace_ + cuda::kScratchSlack;
+    filter_at_ = pad_ ? cuda::align_up(pad_at_ + static_cast<size_t>(shape_numel(xpad)) * esize_) : pad_at_;
+    init.workspace_bytes = filter_at_ + (transpose_filter_ ? static_cast<size_t>(shape_numel(wd)) * esize_ : 0);
     return true;
   }
 
@@ -106,6 +125,12 @@ class ConvKernel final : public Kernel {
       x = p.y;
     }
     const void* w = args.inputs[1]->data();
+    if (transpose_filter_) {
+      void* krsc = static_cast<char*>(args.workspace) + filter_at_;
+      cuda::launch_tiled_transpose(filter_transpose_, w, krsc, ctx.stream);
+      cuda::check_launch("Conv filter to KRSC");
+      w = krsc;
+    }
     void* y = args.outputs[0]->data();
     void* scratch = cuda::scratch_start(args.workspace);
     const float one = 1.f, zero = 0.f;
@@ -144,6 +169,24 @@ class ConvKernel final : public Kernel {
   }
 
  private:
+  // W [K, C, R, S] -> [K, R, S, C]: per k, the [C, RS] matrix transposed.
+  void plan_filter_transpose(const Shape& w) {
+    const int64_t k = w[0], c = w[1], rs = w[2] * w[3];
+    transpose_filter_ = rs > 1 && c > 1;  // else the two orders are the same bytes
+    if (!transpose_filter_) return;
+    cuda::TiledTranspose& t = filter_transpose_;
+    t.unit = static_cast<int32_t>(esize_);
+    t.size_a = rs;  // the input's innermost dim
+    t.out_stride_a = c;
+    t.size_b = c;  // the output's innermost dim
+    t.in_stride_b = rs;
+    t.batch_rank = 1;
+    t.batches = k;
+    t.batch_dims[0] = k;
+    t.batch_in_strides[0] = c * rs;
+    t.batch_out_strides[0] = c * rs;
+  }
+
   // cuDNN's heuristic order; the first algorithm that works here with a workspace
   // under the limit.
   bool choose_algorithm(const cuda::StreamContext& ctx, std::string* why_not) {
@@ -181,8 +224,10 @@ class ConvKernel final : public Kernel {
   cuda::ConvDesc conv_desc_;
   cuda::ActivationDesc relu_desc_;
   cudnnConvolutionFwdAlgo_t algo_ = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
-  size_t cudnn_workspace_ = 0, pad_at_ = 0, esize_ = 4;
+  size_t cudnn_workspace_ = 0, pad_at_ = 0, filter_at_ = 0, esize_ = 4;
   bool half_ = false, pad_ = false, fused_ = false, has_bias_ = false, has_residual_ = false;
+  bool channels_last_ = false, transpose_filter_ = false;
+  cuda::TiledTranspose filter_transpose_;
   bool epilogue_needed_ = false;
   mutable std::atomic<bool> fused_refused_{false};  // cuDNN said NOT_SUPPORTED to the fused call
   int64_t y_numel_ = 0;
@@ -190,28 +235,39 @@ class ConvKernel final : public Kernel {
   cuda::EpilogueArgs epilogue_;
 };
 
+// NHWC [N, H, W, C] as the NCHW-ordered dims cuDNN's descriptors take.
+Shape nchw_order(const Shape& nhwc) { return {nhwc[0], nhwc[3], nhwc[1], nhwc[2]}; }
+
+template <Layout kLayout = Layout::ChannelsFirst>
 std::unique_ptr<Kernel> make_conv(KernelInit& init, std::string* why_not) {
   if (!cuda::conv_inputs_supported(init, "Conv", "convolutions", why_not)) return nullptr;
-  const Shape& x = init.inputs[0].shape;
+  const bool last = kLayout == Layout::ChannelsLast;
+  if (last && init.inputs[0].shape.size() != 4) {
+    *why_not = "channels-last convolutions on CUDA are 2-D";
+    return nullptr;
+  }
+  const Shape x = last ? nchw_order(init.inputs[0].shape) : init.inputs[0].shape;
   cuda::Activation act;
   if (!fused_activation_of(init.node, &act, why_not)) return nullptr;
   const WindowGeometry g =
       forward_window(init.node, Shape(x.begin() + 2, x.end()), conv_kernel_shape(init.node, init.inputs[1].shape), false);
   Shape y{x[0], init.inputs[1].shape[0]};
   y.insert(y.end(), g.out.begin(), g.out.end());
+  const Shape y_stored = last ? Shape{y[0], y[2], y[3], y[1]} : y;
   const bool has_residual = init.inputs.size() > 3 && init.inputs[3].present();
-  if (init.outputs[0].shape != y || (has_residual && init.inputs[3].shape != y)) {
+  if (init.outputs[0].shape != y_stored || (has_residual && init.inputs[3].shape != y_stored)) {
     *why_not = "the residual input broadcasts; the fused sum needs the output's shape";
     return nullptr;
   }
   auto kernel = std::make_unique<ConvKernel>();
-  if (!kernel->plan(init, act, g, why_not)) return nullptr;
+  if (!kernel->plan(init, act, g, x, y, kLayout, why_not)) return nullptr;
   return kernel;
 }
 
 }  // namespace
 
-EMBER_KERNEL("Conv", "", 1, kMaxOpset, DeviceKind::Cuda, make_conv);
-EMBER_KERNEL("FusedConv", "com.ember", 1, kMaxOpset, DeviceKind::Cuda, make_conv);
+EMBER_KERNEL("Conv", "", 1, kMaxOpset, DeviceKind::Cuda, make_conv<>);
+EMBER_KERNEL("FusedConv", "com.ember", 1, kMaxOpset, DeviceKind::Cuda, make_conv<>);
+EMBER_KERNEL("NhwcConv", "com.ember", 1, kMaxOpset, DeviceKind::Cuda, make_conv<Layout::ChannelsLast>);
 
 }  // namespace ember

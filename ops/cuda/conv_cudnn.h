@@ -1,5 +1,5 @@
 // cuDNN plumbing shared by the CUDA Conv and ConvTranspose kernels: descriptors that
-// destroy themselves, the tensor/filter descriptors of ember's NCHW tensors, the
+// destroy themselves, the tensor/filter descriptors of ember's NCHW (and NHWC) tensors, the
 // convolution descriptor and the dtype/rank checks both kernels make.
 #pragma once
 
@@ -59,6 +59,20 @@ inline void set_packed(const TensorDesc& d, DType t, const Shape& shape) {
   }
   check(cudnnSetTensorNdDescriptor(d.get(), cudnn_type(t), static_cast<int>(dims.size()), dims.data(), strides.data()),
         "cudnnSetTensorNdDescriptor");
+}
+
+// A packed NHWC tensor descriptor; `nchw` gives the dims in N, C, H, W order.
+inline void set_nhwc(const TensorDesc& d, DType t, const Shape& nchw) {
+  const std::vector<int> v = to_ints(nchw);
+  check(cudnnSetTensor4dDescriptor(d.get(), CUDNN_TENSOR_NHWC, cudnn_type(t), v[0], v[1], v[2], v[3]),
+        "cudnnSetTensor4dDescriptor");
+}
+
+// A KRSC filter (what NHWC convolutions read); `kcrs` gives the dims in K, C, R, S order.
+inline void set_nhwc_filter(const FilterDesc& d, DType t, const Shape& kcrs) {
+  const std::vector<int> v = to_ints(kcrs);
+  check(cudnnSetFilter4dDescriptor(d.get(), cudnn_type(t), CUDNN_TENSOR_NHWC, v[0], v[1], v[2], v[3]),
+        "cudnnSetFilter4dDescriptor");
 }
 
 inline void set_filter(const FilterDesc& d, DType t, const Shape& shape) {

@@ -1,5 +1,5 @@
-// MaxPool (without Indices), AveragePool, LpPool, GlobalAveragePool and GlobalMaxPool
-// on CUDA: own kernels (pool_impl.cu) that follow the CPU reference loop exactly,
+// MaxPool (without Indices), AveragePool, LpPool, GlobalAveragePool and GlobalMaxPool,
+// and com.ember's channels-last Nhwc* forms of all but LpPool, on CUDA: own kernels (pool_impl.cu) that follow the CPU reference loop exactly,
 // window geometry (pads, auto_pad, strides, dilations, ceil_mode) computed once here.
 #include "graph/schemas/window.h"
 #include "ops/cuda/cuda_common.h"
@@ -27,7 +27,8 @@ class PoolKernel final : public Kernel {
   cuda::PoolArgs args_;
 };
 
-std::unique_ptr<Kernel> make_pool(KernelInit& init, std::string* why_not, cuda::PoolMode mode) {
+std::unique_ptr<Kernel> make_pool(KernelInit& init, std::string* why_not, cuda::PoolMode mode,
+                                  Layout layout = Layout::ChannelsFirst) {
   const DType dtype = init.inputs[0].dtype;
   cuda::PoolType type;
   if (dtype == DType::Float32) type = cuda::PoolType::Float32;
@@ -48,17 +49,20 @@ std::unique_ptr<Kernel> make_pool(KernelInit& init, std::string* why_not, cuda::
     return nullptr;
   }
   const auto& at = init.node.attributes;
-  const WindowGeometry g = forward_window(init.node, Shape(x.begin() + 2, x.end()), at.get_ints("kernel_shape"),
+  const WindowGeometry g = forward_window(init.node, spatial_dims(x, layout), at.get_ints("kernel_shape"),
                                           at.get_int_or("ceil_mode", 0) != 0);
   cuda::PoolArgs a;
   a.mode = mode;
   a.count_include_pad = at.get_int_or("count_include_pad", 0) != 0;
   if (const Attribute* pa = at.find("p")) a.p = pa->kind == Attribute::Kind::Float ? pa->f : static_cast<float>(pa->i);
   if (mode == cuda::PoolMode::Lp && !(a.p > 0)) init.fail("p must be positive");
-  a.planes = x[0] * x[1];
+  a.channels_last = layout == Layout::ChannelsLast;
+  a.channels = channels_of(x, layout);
+  a.planes = x[0] * a.channels;
+  const Shape spatial = spatial_dims(x, layout);
   const size_t sd = g.kernel.size(), lead = 3 - sd;
   for (size_t i = 0; i < sd; ++i) {
-    a.in[lead + i] = x[2 + i];
+    a.in[lead + i] = spatial[i];
     a.out[lead + i] = g.out[i];
     a.kernel[lead + i] = g.kernel[i];
     a.stride[lead + i] = g.strides[i];
@@ -78,6 +82,12 @@ std::unique_ptr<Kernel> make_average_pool(KernelInit& init, std::string* why_not
 std::unique_ptr<Kernel> make_lp_pool(KernelInit& init, std::string* why_not) {
   return make_pool(init, why_not, cuda::PoolMode::Lp);
 }
+std::unique_ptr<Kernel> make_nhwc_max_pool(KernelInit& init, std::string* why_not) {
+  return make_pool(init, why_not, cuda::PoolMode::Max, Layout::ChannelsLast);
+}
+std::unique_ptr<Kernel> make_nhwc_average_pool(KernelInit& init, std::string* why_not) {
+  return make_pool(init, why_not, cuda::PoolMode::Average, Layout::ChannelsLast);
+}
 
 class GlobalPoolKernel final : public Kernel {
  public:
@@ -96,7 +106,7 @@ class GlobalPoolKernel final : public Kernel {
   cuda::GlobalPoolArgs args_;
 };
 
-template <bool Max>
+template <bool Max, Layout kLayout = Layout::ChannelsFirst>
 std::unique_ptr<Kernel> make_global_pool(KernelInit& init, std::string* why_not) {
   const DType dtype = init.inputs[0].dtype;
   if (dtype != DType::Float32 && dtype != DType::Float16) {
@@ -106,13 +116,22 @@ std::unique_ptr<Kernel> make_global_pool(KernelInit& init, std::string* why_not)
   const Shape& x = init.inputs[0].shape;
   cuda::GlobalPoolArgs a;
   a.max = Max;
-  a.planes = x[0] * x[1];
+  a.channels_last = kLayout == Layout::ChannelsLast;
+  a.channels = channels_of(x, kLayout);
+  a.planes = x[0] * a.channels;
   a.size = a.planes ? shape_numel(x) / a.planes : 0;
   if (a.planes > 0 && a.size == 0) {
     *why_not = "pooling over an empty plane";
     return nullptr;
   }
   return std::make_unique<GlobalPoolKernel>(dtype == DType::Float16, a);
+}
+
+std::unique_ptr<Kernel> make_nhwc_global_average_pool(KernelInit& init, std::string* why_not) {
+  return make_global_pool<false, Layout::ChannelsLast>(init, why_not);
+}
+std::unique_ptr<Kernel> make_nhwc_global_max_pool(KernelInit& init, std::string* why_not) {
+  return make_global_pool<true, Layout::ChannelsLast>(init, why_not);
 }
 
 }  // namespace
@@ -122,5 +141,10 @@ EMBER_KERNEL("AveragePool", "", 1, kMaxOpset, DeviceKind::Cuda, make_average_poo
 EMBER_KERNEL("LpPool", "", 1, kMaxOpset, DeviceKind::Cuda, make_lp_pool);
 EMBER_KERNEL("GlobalAveragePool", "", 1, kMaxOpset, DeviceKind::Cuda, make_global_pool<false>);
 EMBER_KERNEL("GlobalMaxPool", "", 1, kMaxOpset, DeviceKind::Cuda, make_global_pool<true>);
+// The channels-last forms the layout planning (graph/passes/channels_last) puts in.
+EMBER_KERNEL("NhwcMaxPool", "com.ember", 1, kMaxOpset, DeviceKind::Cuda, make_nhwc_max_pool);
+EMBER_KERNEL("NhwcAveragePool", "com.ember", 1, kMaxOpset, DeviceKind::Cuda, make_nhwc_average_pool);
+EMBER_KERNEL("NhwcGlobalAveragePool", "com.ember", 1, kMaxOpset, DeviceKind::Cuda, make_nhwc_global_average_pool);
+EMBER_KERNEL("NhwcGlobalMaxPool", "com.ember", 1, kMaxOpset, DeviceKind::Cuda, make_nhwc_global_max_pool);
 
 }  // namespace ember

@@ -17,10 +17,22 @@ __global__ void pool_kernel(PoolArgs a) {
   T* y = static_cast<T*>(a.y);
   const int64_t out_plane = a.out[0] * a.out[1] * a.out[2], in_plane = a.in[0] * a.in[1] * a.in[2];
   const int64_t n = a.planes * out_plane;
+  // Channels-last planes interleave: plane (n, c) starts at n * in_plane * C + c and
+  // steps by C; channels-first ones are contiguous.
+  const int64_t step = a.channels_last ? a.channels : 1;
   EMBER_CUDA_LOOP(idx, n) {
-    const int64_t plane = idx / out_plane, r = idx - plane * out_plane;
+    int64_t r;
+    const T* xp;
+    if (a.channels_last) {
+      const int64_t c = idx % a.channels, pixel = idx / a.channels;
+      r = pixel % out_plane;
+      xp = x + pixel / out_plane * in_plane * a.channels + c;
+    } else {
+      const int64_t plane = idx / out_plane;
+      r = idx - plane * out_plane;
+      xp = x + plane * in_plane;
+    }
     const int64_t o[3] = {r / (a.out[1] * a.out[2]), (r / a.out[2]) % a.out[1], r % a.out[2]};
-    const T* xp = x + plane * in_plane;
     float best = -INFINITY, sum = 0.f;
     bool found = false;
     int64_t counted = 0;
@@ -37,7 +49,7 @@ __global__ void pool_kernel(PoolArgs a) {
           }
           counted += inside || (a.count_include_pad && in_padding);
           if (!inside) continue;
-          const float v = to_float(xp[(i[0] * a.in[1] + i[1]) * a.in[2] + i[2]]);
+          const float v = to_float(xp[((i[0] * a.in[1] + i[1]) * a.in[2] + i[2]) * step]);
           if (a.mode == PoolMode::Max) {
             if (v > best || (!found && v == best)) {
               best = v;
@@ -87,10 +99,29 @@ __global__ void global_pool_block_kernel(GlobalPoolArgs a) {
   }
 }
 
+// Channels-last: one thread per (n, c), the threads of a warp reading neighbouring
+// channels of each pixel.
+template <class T>
+__global__ void global_pool_channels_last_kernel(GlobalPoolArgs a) {
+  const T* x = static_cast<const T*>(a.x);
+  T* y = static_cast<T*>(a.y);
+  EMBER_CUDA_LOOP(plane, a.planes) {
+    const T* xp = x + plane / a.channels * a.size * a.channels + plane % a.channels;
+    float acc = a.max ? -INFINITY : 0.f;
+    for (int64_t i = 0; i < a.size; ++i) {
+      const float v = to_float(xp[i * a.channels]);
+      acc = a.max ? fmaxf(acc, v) : acc + v;
+    }
+    y[plane] = from_float<T>(a.max ? acc : acc / static_cast<float>(a.size));
+  }
+}
+
 template <class T>
 void launch_global(const GlobalPoolArgs& a, cudaStream_t stream) {
   const unsigned threads = 256;
-  if (a.size <= 1024) {
+  if (a.channels_last) {
+    global_pool_channels_last_kernel<T><<<dense_blocks(a.planes, threads), threads, 0, stream>>>(a);
+  } else if (a.size <= 1024) {
     global_pool_warp_kernel<T><<<dense_blocks(a.planes, threads / 32), threads, 0, stream>>>(a);
   } else {
     const int64_t blocks = a.planes < 65535 * 8 ? a.planes : 65535 * 8;

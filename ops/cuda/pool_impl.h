@@ -1,6 +1,7 @@
 // Device side of the CUDA pooling kernels: windowed Max/Average/Lp pooling (one
 // thread per output element) and global Average/Max pooling (one warp or block per
-// plane). A plain C++ header (pool_impl.cu defines it).
+// plane; one thread per (n, c) channels-last). A plain C++ header (pool_impl.cu
+// defines it).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -21,6 +22,10 @@ struct PoolArgs {
   bool count_include_pad = false;  // Average: divide by the window inside the explicit pads
   float p = 2.f;                   // Lp
   int64_t planes = 0;              // N * C
+  // com.ember Nhwc* pooling: X and Y are [N, spatial..., C] (planes interleaved,
+  // `channels` apart) instead of [N, C, spatial...].
+  bool channels_last = false;
+  int64_t channels = 1;
   int64_t in[3] = {1, 1, 1}, out[3] = {1, 1, 1}, kernel[3] = {1, 1, 1}, stride[3] = {1, 1, 1};
   int64_t dilation[3] = {1, 1, 1}, pad_begin[3] = {0, 0, 0}, pad_end[3] = {0, 0, 0};
 };
@@ -34,6 +39,8 @@ struct GlobalPoolArgs {
   int64_t planes = 0;  // N * C
   int64_t size = 0;    // elements per plane
   bool max = false;    // else average
+  bool channels_last = false;  // X is [N, spatial..., C] with `channels` = C
+  int64_t channels = 1;
 };
 
 void launch_global_pool(bool half, const GlobalPoolArgs& args, cudaStream_t stream);

@@ -101,6 +101,16 @@ TEST(ChannelsLast, WithoutCpuLayoutsNothingChanges) {
   EXPECT_EQ(count_ops(g, "Transpose"), 0);
 }
 
+// CUDA float16 sessions ask for the layouts without the CPU's other passes.
+TEST(ChannelsLast, PlannedForCudaFloat16Too) {
+  std::mt19937 rng(8);
+  Graph g = block_graph(rng);
+  const Graph original = g;
+  optimize_graph(g, cpu_node_evaluator(), /*for_cpu=*/false, /*channels_last=*/true);
+  EXPECT_GT(count_ops(g, "NhwcConv"), 0);
+  expect_same_results(original, g, {random_tensor({2, 4, 9, 9}, rng)}, 1e-4f);
+}
+
 // ConvNeXt's block: conv, then the model's own permute to NHWC, a per-position op, a
 // permute back and a residual add. The model's transposes cancel against the pass's.
 TEST(ChannelsLast, TheModelsOwnTransposesCancel) {

@@ -133,6 +133,21 @@ TEST(CudaSession, Float16StaysWithinItsTolerance) {
   for (size_t i = 0; i < got.size(); ++i) EXPECT_LE(scale_error(got[i], want[i]), 1e-2);
 }
 
+// float16 convolutions are planned channels-last (cuDNN's tensor-core kernels read
+// NHWC): NhwcConv nodes between one transpose in and one out, on the GPU.
+TEST(CudaSession, Float16ConvolutionsRunChannelsLast) {
+  REQUIRE_GPU();
+  Session session(kModel, SessionOptions{.device = "cuda", .precision = "fp16"});
+  const Tensor x = input_for(session, 2);
+  const std::string plan = session.explain(std::span<const Tensor>(&x, 1));
+#ifdef EMBER_CUDA_EMULATOR
+  EXPECT_NE(plan.find("NhwcConv"), std::string::npos) << plan;  // on the CPU here: no cuDNN
+#else
+  EXPECT_NE(plan.find("cuda:0 NhwcConv"), std::string::npos) << plan;
+  EXPECT_EQ(plan.find("cpu NhwcConv"), std::string::npos) << plan;
+#endif
+}
+
 TEST(CudaSession, CudaGraphReplaysGiveTheSameResults) {
   REQUIRE_GPU();
   Session plain(kModel, SessionOptions{.device = "cuda"});

@@ -1,4 +1,4 @@
-// Conv, FusedConv and ConvTranspose on CUDA (cuDNN) against the CPU kernels.
+// Conv, FusedConv, NhwcConv and ConvTranspose on CUDA (cuDNN) against the CPU kernels.
 #include "dense_test_util.h"
 
 namespace ember::test {
@@ -158,6 +158,60 @@ void check_deconv(const DeconvCase& c, DType t, bool bias) {
                std::to_string(c.group) + " " + c.auto_pad + (bias ? " bias " : " ") + dtype_name(t));
   expect_cuda_matches_cpu(make_node("ConvTranspose", in.size(), 1, at), 22, in, rtol(t), atol(t),
                           bias ? std::vector<int>{1, 2} : std::vector<int>{1});
+}
+
+// com.ember NhwcConv (the layout planning's channels-last convolution): X, Z and Y as
+// [N, H, W, C], W as ONNX has it; cuDNN's NHWC kernels, W turned to KRSC per run.
+void check_nhwc(const ConvCase& c, DType t, const FusedAct& act, bool bias, bool residual) {
+  const Shape x_shape{c.x[0], c.x[2], c.x[3], c.x[1]};
+  const Tensor x = seeded_tensor(t, x_shape, 20), w = seeded_tensor(t, c.w, 21), b = seeded_tensor(t, {c.w[0]}, 22);
+  Node node = make_node("NhwcConv", 2, 1, conv_attributes(c), "com.ember");
+  set_fused_activation(node, act);
+  std::vector<const Tensor*> in{&x, &w};
+  std::vector<int> known{1};
+  if (bias || residual) {
+    node.inputs.push_back(bias ? "x2" : "");
+    in.push_back(bias ? &b : nullptr);
+    if (bias) known.push_back(2);
+  }
+  Tensor z;
+  if (residual) {
+    const std::vector<Tensor> y = run_on_cpu(make_node("NhwcConv", 2, 1, conv_attributes(c), "com.ember"), 1, {&x, &w});
+    z = seeded_tensor(t, y[0].shape(), 23);
+    node.inputs.push_back("x3");
+    in.push_back(&z);
+  }
+  SCOPED_TRACE("NhwcConv " + describe(c) + " " + act.kind + (bias ? " bias" : "") + (residual ? " residual " : " ") +
+               dtype_name(t));
+  expect_cuda_matches_cpu(node, 1, in, rtol(t), atol(t), known);
+}
+
+TEST(CudaNhwcConv, ResNetAndMobileNetGeometries) {
+  EMBER_REQUIRE_GPU();
+  const ConvCase cases[] = {
+      conv_case({2, 3, 32, 32}, {16, 3, 7, 7}, {2, 2}, {}, {3, 3, 3, 3}),   // a stem
+      conv_case({2, 16, 9, 11}, {24, 16, 1, 1}),                            // pointwise
+      conv_case({2, 16, 9, 11}, {24, 16, 1, 1}, {2, 2}),                    // downsample
+      conv_case({2, 8, 9, 11}, {16, 8, 3, 3}, {}, {}, {1, 1, 1, 1}),        // 3x3
+      conv_case({2, 8, 9, 11}, {16, 8, 3, 3}, {2, 2}, {}, {1, 1, 1, 1}),    // 3x3 stride 2
+      conv_case({1, 8, 9, 9}, {8, 1, 3, 3}, {}, {}, {1, 1, 1, 1}, 8),       // depthwise
+      conv_case({1, 8, 7, 9}, {6, 4, 3, 3}, {}, {}, {1, 1, 1, 1}, 2),       // groups
+      conv_case({1, 64, 14, 14}, {64, 64, 3, 3}, {}, {}, {1, 1, 1, 1}),     // K = 576
+  };
+  for (DType t : kFloatTypes)
+    for (const ConvCase& c : cases) {
+      check_nhwc(c, t, {}, false, false);
+      check_nhwc(c, t, {"Relu", {}}, true, false);  // cuDNN's fused call
+      check_nhwc(c, t, {"Relu", {}}, true, true);   // ResNet's residual block end
+      check_nhwc(c, t, {"HardSigmoid", {0.2f, 0.5f}}, true, false);  // the epilogue pass
+    }
+}
+
+TEST(CudaNhwcConv, DeclinesAsymmetricPads) {
+  const ConvCase c = conv_case({1, 4, 7, 9}, {5, 4, 3, 3}, {1, 1}, {}, {0, 1, 2, 1});
+  const std::string why = cuda_decline_reason(make_node("NhwcConv", 2, 1, conv_attributes(c), "com.ember"), 1,
+                                              {{DType::Float16, {1, 7, 9, 4}}, {DType::Float16, c.w}});
+  EXPECT_NE(why.find("symmetric pads"), std::string::npos) << why;
 }
 
 TEST(CudaConvTranspose, DirectAndCroppedGeometries) {

@@ -1,5 +1,5 @@
-// MaxPool, AveragePool, LpPool, GlobalAveragePool and GlobalMaxPool on CUDA against
-// the CPU kernels.
+// MaxPool, AveragePool, LpPool, GlobalAveragePool and GlobalMaxPool, and their
+// channels-last Nhwc* forms, on CUDA against the CPU kernels.
 #include "dense_test_util.h"
 
 namespace ember::test {
@@ -128,9 +128,41 @@ TEST(CudaGlobalPool, AverageAndMaxSmallAndLargePlanes) {
       }
 }
 
+// The channels-last forms (com.ember Nhwc*, from the layout planning): X [N, H, W, C].
+Shape channels_last(const Shape& nchw) { return {nchw[0], nchw[2], nchw[3], nchw[1]}; }
+
+TEST(CudaNhwcPool, MaxAndAverageMatchTheCpu) {
+  EMBER_REQUIRE_GPU();
+  for (DType t : kFloatTypes)
+    for (const PoolCase& c : kCases) {
+      if (c.x.size() != 4) continue;  // the layout planning makes 2-D ones
+      const Tensor x = seeded_tensor(t, channels_last(c.x), 37);
+      SCOPED_TRACE(describe(c) + " " + dtype_name(t));
+      expect_cuda_matches_cpu(make_node("NhwcMaxPool", 1, 1, pool_attributes(c), "com.ember"), 1, {&x}, rtol(t),
+                              atol(t));
+      if (!c.dilations.empty()) continue;
+      expect_cuda_matches_cpu(make_node("NhwcAveragePool", 1, 1, pool_attributes(c), "com.ember"), 1, {&x}, rtol(t),
+                              atol(t));
+    }
+}
+
+TEST(CudaNhwcPool, GlobalAverageAndMaxMatchTheCpu) {
+  EMBER_REQUIRE_GPU();
+  const Shape shapes[] = {{2, 7, 9, 3}, {1, 40, 40, 4}, {2, 7, 7, 2048}, {1, 1, 1, 1000}};
+  for (DType t : kFloatTypes)
+    for (const Shape& s : shapes)
+      for (const char* op : {"NhwcGlobalAveragePool", "NhwcGlobalMaxPool"}) {
+        const Tensor x = seeded_tensor(t, s, 38);
+        SCOPED_TRACE(std::string(op) + " " + shape_to_string(s) + " " + dtype_name(t));
+        expect_cuda_matches_cpu(make_node(op, 1, 1, {}, "com.ember"), 1, {&x}, rtol(t) * 10, atol(t));
+      }
+}
+
 TEST(CudaPool, RegisteredForEveryOp) {
   for (const char* op : {"MaxPool", "AveragePool", "LpPool", "GlobalAveragePool", "GlobalMaxPool"})
     EXPECT_TRUE(has_cuda_kernel("", op, 22)) << op;
+  for (const char* op : {"NhwcMaxPool", "NhwcAveragePool", "NhwcGlobalAveragePool", "NhwcGlobalMaxPool"})
+    EXPECT_TRUE(has_cuda_kernel("com.ember", op, 1)) << op;
 }
 
 TEST(CudaPool, DeclinesWithAReason) {
