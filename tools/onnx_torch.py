@@ -337,6 +337,11 @@ def _reshape(node, attrs, opset):
 
     def step(ctx, data, shape):
         shape = list(_need_host("Reshape", "shape", shape))
+        if _is_host(data) and len(shape) == 1:  # shape arithmetic: a rank-1 value stays one
+            values = data if isinstance(data, tuple) else (data,)
+            if shape[0] not in (-1, len(values)):
+                raise ValueError(f"Reshape of {len(values)} host values to {shape}")
+            return values
         data = ctx.tensor(data)
         if not allowzero:
             shape = [data.shape[i] if d == 0 else d for i, d in enumerate(shape)]
@@ -647,7 +652,7 @@ OPS = {
 }
 # Ops that run in Python when every input is a host value (shape arithmetic).
 HOST_OPS = {"Shape", "Gather", "Unsqueeze", "Squeeze", "Concat", "Cast", "Slice", "Add", "Sub",
-            "Mul", "Div", "Identity", "ConstantOfShape", "Equal", "Where"}
+            "Mul", "Div", "Identity", "ConstantOfShape", "Equal", "Where", "Reshape"}
 
 
 def _is_compiling():
