@@ -1,17 +1,22 @@
 // Scaled dot-product attention as exporters write it becomes one com.ember
 // ScaledDotProductAttention node (graph/schemas/attention_fused.cc defines the op):
 //
+//   Qt     = Transpose(Q, perm)              optional: absorbed as attribute q_perm
 //   Kt     = Transpose(K, perm)              optional: absorbed as attribute k_perm
-//   S      = MatMul(Q, Kt)
+//   Vt     = Transpose(V, perm)              optional: absorbed as attribute v_perm
+//   S      = MatMul(Qt, Kt)
 //   S      = Div(S, c) | Mul(S, c) | Mul(c, S)   optional: scale = 1/c or c
 //   S      = Add(S, mask) | Add(mask, S)          mask_kind "additive"
 //          | Where(keep, S, fill)                 mask_kind "boolean", mask_fill = fill
 //   P      = Softmax(S, axis=-1)
-//   Y      = MatMul(P, V)
+//   Y      = MatMul(P, Vt)
+//   Yt     = Transpose(Y, perm)              optional: absorbed as attribute y_perm
 //
+// (the transposes exporters write around the heads: [B, S, H, D] <-> [B, H, S, D]; the
+// kernel reads and writes through strides instead of a copy each.)
 // Every intermediate (Kt, S after each step, P) must have no reader but the next node
 // of the chain; a Transpose whose output others read too stays, and its output is then
-// K itself (no k_perm). The matched nodes are attached as the `decomposition` graph
+// the operand itself (no perm attribute). The matched nodes are attached as the `decomposition` graph
 // attribute: wherever no kernel takes the fused node (the CPU has none on purpose, its
 // oneDNN MatMuls are faster than a fused loop) the planner runs them instead.
 #include "graph/passes/graph_edit.h"
@@ -153,13 +158,20 @@ class AttentionFuser {
     matched.push_back(at);
     fused.attributes.set_float("scale", scale);
 
-    // Kt = Transpose(K, perm) disappears into the fused node when nothing else reads it.
-    std::string k = qk.inputs[1];
-    const int t = sole_producer(k);
-    if (t >= 0 && is(graph_.nodes[t], "Transpose") && graph_.nodes[t].attributes.has("perm")) {
-      matched.push_back(t);
-      k = graph_.nodes[t].inputs[0];
-      fused.attributes.set_ints("k_perm", graph_.nodes[t].attributes.get_ints("perm"));
+    // The operands' transposes disappear into the fused node when nothing else reads
+    // their outputs.
+    const std::string q = absorb_transpose(qk.inputs[0], "q_perm", fused, matched);
+    const std::string k = absorb_transpose(qk.inputs[1], "k_perm", fused, matched);
+    const std::string v = absorb_transpose(out.inputs[1], "v_perm", fused, matched);
+    std::string y = out.outputs[0];
+    if (consumers_.single_reader(y)) {
+      const int t = consumers_.of(y)[0];
+      const Node& reader = graph_.nodes[t];
+      if (is(reader, "Transpose") && reader.attributes.has("perm") && !dead_[t]) {
+        matched.push_back(t);
+        y = reader.outputs[0];
+        fused.attributes.set_ints("y_perm", reader.attributes.get_ints("perm"));
+      }
     }
 
     for (int m : matched)
@@ -167,15 +179,25 @@ class AttentionFuser {
     fused.name = softmax.name.empty() ? out.outputs[0] + "/attention" : softmax.name + "/attention";
     fused.op_type = "ScaledDotProductAttention";
     fused.domain = "com.ember";
-    fused.inputs = {qk.inputs[0], k, out.inputs[1]};
+    fused.inputs = {q, k, v};
     if (!mask.empty()) fused.inputs.push_back(mask);
-    fused.outputs = {out.outputs[0]};
+    fused.outputs = {y};
 
     // The decomposition keeps the graph's order of the matched nodes.
     std::sort(matched.begin(), matched.end());
     attach_decomposition(graph_, matched, fused);
     for (int m : matched) dead_[m] = true;
     added_.push_back(std::move(fused));
+  }
+
+  // `value`'s input when a Transpose no one else reads makes it (its perm recorded as
+  // `attribute` and the node matched), else `value`.
+  std::string absorb_transpose(const std::string& value, const char* attribute, Node& fused, std::vector<int>& matched) {
+    const int t = sole_producer(value);
+    if (t < 0 || !is(graph_.nodes[t], "Transpose") || !graph_.nodes[t].attributes.has("perm")) return value;
+    matched.push_back(t);
+    fused.attributes.set_ints(attribute, graph_.nodes[t].attributes.get_ints("perm"));
+    return graph_.nodes[t].inputs[0];
   }
 
   // Whether `value` is the scores (possibly scaled) of a MatMul no one else reads.

@@ -2,11 +2,13 @@
 // makes of the exporters' attention pattern:
 //
 //   inputs   Q, K, V, mask (optional)
-//   attrs    scale (float, default 1), k_perm (ints, optional), mask_kind ("none" |
-//            "additive" | "boolean"), mask_fill (float, boolean masks only)
-//   Y = MatMul(Softmax(masked(MatMul(Q, Kt) * scale), axis=-1), V)
-//       with Kt = Transpose(K, k_perm) (K itself without k_perm) and masked(S) =
-//       S (none) | S + mask (additive) | Where(mask, S, mask_fill) (boolean: true keeps).
+//   attrs    scale (float, default 1), q_perm, k_perm, v_perm, y_perm (ints, each
+//            optional), mask_kind ("none" | "additive" | "boolean"), mask_fill (float,
+//            boolean masks only)
+//   Y = Transpose(MatMul(Softmax(masked(MatMul(Qt, Kt) * scale), axis=-1), Vt), y_perm)
+//       with Xt = Transpose(X, x_perm) (X itself without x_perm; Y untransposed without
+//       y_perm) and masked(S) = S (none) | S + mask (additive) | Where(mask, S,
+//       mask_fill) (boolean: true keeps).
 //
 // Inference is the decomposition's, step by step through the standard ops' schemas, so
 // that any shapes the unfused nodes accept (MatMul batch broadcasting, a mask that
@@ -41,20 +43,22 @@ TensorType step(const InferContext& ctx, const char* op_type, const std::vector<
 
 std::vector<TensorType> infer_attention(const InferContext& ctx) {
   const auto& at = ctx.node.attributes;
-  const TensorType& q = ctx.input(0);
-  TensorType k = ctx.input(1);
-  const TensorType& v = ctx.input(2);
+  TensorType q = ctx.input(0), k = ctx.input(1), v = ctx.input(2);
   if (q.dtype != DType::Float32 && q.dtype != DType::Float16 && q.dtype != DType::Float64 &&
       q.dtype != DType::BFloat16)
     ctx.fail("Q must be a float tensor, got " + type_name(q.dtype));
   if (k.dtype != q.dtype || v.dtype != q.dtype)
     ctx.fail("Q, K and V must have the same dtype, got " + type_name(q.dtype) + ", " + type_name(k.dtype) +
              " and " + type_name(v.dtype));
-  if (at.has("k_perm")) {
+  auto transposed = [&](const TensorType& x, const char* attribute) {
+    if (!at.has(attribute)) return x;
     Attributes perm;
-    perm.set_ints("perm", at.get_ints("k_perm"));
-    k = step(ctx, "Transpose", {k}, perm);
-  }
+    perm.set_ints("perm", at.get_ints(attribute));
+    return step(ctx, "Transpose", {x}, perm);
+  };
+  q = transposed(q, "q_perm");
+  k = transposed(k, "k_perm");
+  v = transposed(v, "v_perm");
   TensorType scores = step(ctx, "MatMul", {q, k});
   const std::string kind = at.get_string_or("mask_kind", "none");
   const bool has_mask = ctx.has_input(3);
@@ -77,7 +81,7 @@ std::vector<TensorType> infer_attention(const InferContext& ctx) {
   Attributes softmax;
   softmax.set_int("axis", -1);
   scores = step(ctx, "Softmax", {scores}, softmax);
-  return {step(ctx, "MatMul", {scores, v})};
+  return {transposed(step(ctx, "MatMul", {scores, v}), "y_perm")};
 }
 
 }  // namespace

@@ -50,6 +50,46 @@ Strides broadcast_strides(const Shape& s) {
   return st;
 }
 
+// A rank-4 operand as the kernel indexes it: its dims and the element strides that
+// reach them in memory.
+struct Operand {
+  Shape shape;
+  Strides strides{};
+};
+
+// Transpose(x, perm) read in place: dim i is x's dim perm[i], with x's stride.
+Operand permuted(const Shape& x, const Strides& x_strides, const Attributes& at, const char* attribute) {
+  std::vector<int64_t> perm = at.get_ints_or(attribute, {0, 1, 2, 3});
+  for (int64_t& p : perm) p = p < 0 ? p + 4 : p;  // the schema has checked it is a permutation
+  Operand o;
+  o.shape.resize(4);
+  for (int i = 0; i < 4; ++i) {
+    o.shape[i] = x[perm[i]];
+    o.strides[i] = x_strides[perm[i]];
+  }
+  return o;
+}
+
+// The untransposed Y whose Transpose(Y, perm) is the output `stored`: Y's dim perm[j]
+// is stored dim j.
+Operand unpermuted(const Shape& stored, const Attributes& at, const char* attribute) {
+  std::vector<int64_t> perm = at.get_ints_or(attribute, {0, 1, 2, 3});
+  for (int64_t& p : perm) p = p < 0 ? p + 4 : p;
+  Strides stored_strides{};
+  int64_t step = 1;
+  for (int i = 3; i >= 0; --i) {
+    stored_strides[i] = step;
+    step *= stored[i];
+  }
+  Operand o;
+  o.shape.resize(4);
+  for (int j = 0; j < 4; ++j) {
+    o.shape[perm[j]] = stored[j];
+    o.strides[perm[j]] = stored_strides[j];
+  }
+  return o;
+}
+
 void copy(const Strides& from, int64_t (&to)[4]) {
   for (int i = 0; i < 4; ++i) to[i] = from[i];
 }
@@ -70,32 +110,27 @@ std::unique_ptr<Kernel> make_attention(KernelInit& init, std::string* why_not) {
                 : kind == "boolean" ? cuda::AttentionMask::Boolean
                                     : cuda::AttentionMask::None;  // the schema rejects anything else
 
-  const Shape& q = init.inputs[0].shape;
-  const Shape& k = init.inputs[1].shape;
-  const Shape& v = init.inputs[2].shape;
-  const Shape& y = init.outputs[0].shape;
-  if (q.size() != 4 || k.size() != 4 || v.size() != 4 || y.size() != 4) {
+  // Each operand as the product reads it (Q, Kt, V: [B|1, H|1, rows, features]) with the
+  // strides of the tensor given, through its perm attribute; Y as the product writes it,
+  // with the strides of the output, through y_perm.
+  const Shape& y_stored = init.outputs[0].shape;
+  if (init.inputs[0].shape.size() != 4 || init.inputs[1].shape.size() != 4 || init.inputs[2].shape.size() != 4 ||
+      y_stored.size() != 4) {
     *why_not = "the CUDA kernel takes rank-4 Q, K, V and output ([batch, heads, sequence, head dim]), got Q " +
-               shape_to_string(q) + ", K " + shape_to_string(k) + ", V " + shape_to_string(v) + ", output " +
-               shape_to_string(y);
+               shape_to_string(init.inputs[0].shape) + ", K " + shape_to_string(init.inputs[1].shape) + ", V " +
+               shape_to_string(init.inputs[2].shape) + ", output " + shape_to_string(y_stored);
     return nullptr;
   }
-  // Kt = Transpose(K, k_perm): Kt's dim i is K's dim perm[i], with K's stride.
-  std::vector<int64_t> perm = at.get_ints_or("k_perm", {0, 1, 2, 3});
-  for (int64_t& p : perm) p = p < 0 ? p + 4 : p;  // the schema has checked it is a permutation
-  const Strides k_strides = broadcast_strides(k);
-  Shape kt(4);
-  Strides kt_strides{};
-  for (int i = 0; i < 4; ++i) {
-    kt[i] = k[perm[i]];
-    kt_strides[i] = k_strides[perm[i]];
-  }
-  a.batch = y[0];
-  a.heads = y[1];
-  a.sq = q[2];
-  a.d = q[3];
-  a.sk = kt[3];
-  a.dv = v[3];
+  const Operand q = permuted(init.inputs[0].shape, broadcast_strides(init.inputs[0].shape), at, "q_perm");
+  const Operand kt = permuted(init.inputs[1].shape, broadcast_strides(init.inputs[1].shape), at, "k_perm");
+  const Operand v = permuted(init.inputs[2].shape, broadcast_strides(init.inputs[2].shape), at, "v_perm");
+  const Operand y = unpermuted(y_stored, at, "y_perm");
+  a.batch = y.shape[0];
+  a.heads = y.shape[1];
+  a.sq = q.shape[2];
+  a.d = q.shape[3];
+  a.sk = kt.shape[3];
+  a.dv = v.shape[3];
   if (a.d > cuda::kAttentionMaxHeadDim || a.dv > cuda::kAttentionMaxHeadDim) {
     *why_not = "head dim " + std::to_string(a.d > a.dv ? a.d : a.dv) + " exceeds " +
                std::to_string(cuda::kAttentionMaxHeadDim) + ", the most the CUDA kernel holds in registers";
@@ -104,12 +139,13 @@ std::unique_ptr<Kernel> make_attention(KernelInit& init, std::string* why_not) {
   // Every stride is 0 on a dim of size 1: on batch and heads that is the broadcast
   // (the schema has checked each such dim is 1 or the output's); on the other dims
   // only index 0 is read.
-  copy(broadcast_strides(q), a.q_stride);
-  a.k_stride[0] = kt_strides[0];
-  a.k_stride[1] = kt_strides[1];
-  a.k_stride[2] = kt_strides[3];  // key j
-  a.k_stride[3] = kt_strides[2];  // feature
-  copy(broadcast_strides(v), a.v_stride);
+  copy(q.strides, a.q_stride);
+  a.k_stride[0] = kt.strides[0];
+  a.k_stride[1] = kt.strides[1];
+  a.k_stride[2] = kt.strides[3];  // key j
+  a.k_stride[3] = kt.strides[2];  // feature
+  copy(v.strides, a.v_stride);
+  copy(y.strides, a.y_stride);
 
   if (a.mask_kind != cuda::AttentionMask::None) {
     const Shape& m = init.inputs[3].shape;
@@ -128,9 +164,9 @@ std::unique_ptr<Kernel> make_attention(KernelInit& init, std::string* why_not) {
     }
     copy(broadcast_strides(m4), a.mask_stride);
   }
-  if (kt[2] != a.d || v[2] != a.sk || y[2] != a.sq || y[3] != a.dv) {  // the schema's checks imply it
-    *why_not = "internal: Q " + shape_to_string(q) + ", Kt " + shape_to_string(kt) + ", V " + shape_to_string(v) +
-               " and output " + shape_to_string(y) + " do not fit";
+  if (kt.shape[2] != a.d || v.shape[2] != a.sk || y.shape[2] != a.sq || y.shape[3] != a.dv) {  // the schema's checks imply it
+    *why_not = "internal: Q " + shape_to_string(q.shape) + ", Kt " + shape_to_string(kt.shape) + ", V " +
+               shape_to_string(v.shape) + " and output " + shape_to_string(y.shape) + " do not fit";
     return nullptr;
   }
   const bool tensor_cores = a.half && cuda::stream_context(init).compute_major >= 8;

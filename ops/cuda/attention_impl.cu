@@ -156,7 +156,9 @@ __global__ void __launch_bounds__(kThreads) attention_kernel(const AttentionArgs
 #pragma unroll
     for (int c = 0; c < kCols; ++c) {
       const int col = lane + 32 * c;
-      if (col < dv) y[(bh * a.sq + i) * a.dv + col] = from_float<T>(a.sk == 0 ? 0.f : acc[r][c] * inv);
+      if (col < dv)
+        y[b * a.y_stride[0] + h * a.y_stride[1] + i * a.y_stride[2] + col * a.y_stride[3]] =
+            from_float<T>(a.sk == 0 ? 0.f : acc[r][c] * inv);
     }
   }
 }

@@ -22,7 +22,7 @@ struct AttentionArgs {
   const void* k = nullptr;     // T
   const void* v = nullptr;     // T
   const void* mask = nullptr;  // T (additive) or bool bytes (boolean: nonzero keeps)
-  void* y = nullptr;           // T, contiguous [batch, heads, sq, dv]
+  void* y = nullptr;           // T, [batch, heads, sq, dv] through y_stride
   bool half = false;           // T is __half, else float
   AttentionMask mask_kind = AttentionMask::None;
   float scale = 1.0f;
@@ -32,6 +32,7 @@ struct AttentionArgs {
   int64_t k_stride[4] = {};     // batch, head, key, feature
   int64_t v_stride[4] = {};     // batch, head, key, feature
   int64_t mask_stride[4] = {};  // batch, head, query row, key
+  int64_t y_stride[4] = {};     // batch, head, query row, feature (never 0)
 };
 
 // Thread blocks the launch uses (batch * heads * row tiles); the caller checks it

@@ -192,13 +192,13 @@ __global__ void __launch_bounds__(kThreads) attention_mma_kernel(const Attention
     if (rows[r] >= a.sq) continue;
     // No keys: the decomposition's MatMul over an empty axis gives zeros.
     const float inv = a.sk == 0 ? 0.f : row_max[r] == -INFINITY ? NAN : 1.f / sum;
-    __half* y_row = y + (bh * a.sq + rows[r]) * a.dv;
+    __half* y_row = y + b * a.y_stride[0] + h * a.y_stride[1] + rows[r] * a.y_stride[2];
 #pragma unroll
     for (int t = 0; t < kOutTiles; ++t) {
 #pragma unroll
       for (int e = 2 * r; e < 2 * r + 2; ++e) {
         const int col = 8 * t + 2 * index + (e & 1);
-        if (col < dv) y_row[col] = __float2half(a.sk == 0 ? 0.f : out[t][e] * inv);
+        if (col < dv) y_row[col * a.y_stride[3]] = __float2half(a.sk == 0 ? 0.f : out[t][e] * inv);
       }
     }
   }

@@ -230,6 +230,51 @@ TEST(CudaAttention, FullyMaskedRowsMatchTheDecomposition) {
 
 // -inf in an additive mask: rows with some -inf keys (also a whole first key tile of
 // them) are computed normally; rows that are all -inf are NaN.
+// The heads' transposes exporters write around attention (BERT, ViT): Q, K, V come as
+// [B, S, H, D] and the output goes back to [B, Sq, H, Dv]. The fused node absorbs all
+// four (q_perm, k_perm, v_perm, y_perm) and the kernel reads and writes through strides.
+TEST(CudaAttention, HeadTransposesAreReadThroughStrides) {
+  EMBER_REQUIRE_GPU();
+  std::mt19937 rng(23);
+  struct Sizes {
+    int64_t b, h, sq, sk, d, dv;
+  };
+  for (const Sizes& z : {Sizes{2, 3, 7, 7, 64, 64}, Sizes{1, 12, 197, 197, 64, 64}, Sizes{2, 2, 65, 33, 80, 48}})
+    for (DType dtype : {DType::Float32, DType::Float16}) {
+      Graph g;
+      g.opset_imports[""] = 17;
+      g.inputs = {{"q_in", DType::Float32, {}, false}, {"k_in", DType::Float32, {}, false},
+                  {"v_in", DType::Float32, {}, false}, {"mask", DType::Float32, {}, false}};
+      g.initializers["c"] = scalar(std::sqrt(static_cast<float>(z.d)));
+      auto transpose = [](std::string in, std::string out, std::vector<int64_t> perm) {
+        Node t = node("Transpose", {std::move(in)}, std::move(out));
+        t.attributes.set_ints("perm", std::move(perm));
+        return t;
+      };
+      Node sm = node("Softmax", {"masked"}, "probs");
+      sm.attributes.set_int("axis", -1);
+      g.nodes = {transpose("q_in", "q", {0, 2, 1, 3}), transpose("k_in", "kt", {0, 2, 3, 1}),
+                 transpose("v_in", "v", {0, 2, 1, 3}), node("MatMul", {"q", "kt"}, "s"),
+                 node("Div", {"s", "c"}, "scaled"), node("Add", {"scaled", "mask"}, "masked"), sm,
+                 node("MatMul", {"probs", "v"}, "heads"), transpose("heads", "y", {0, 2, 1, 3})};
+      g.outputs = {{"y", DType::Float32, {}, false}};
+      const Node fused = fused_node(g);
+      for (const char* perm : {"q_perm", "k_perm", "v_perm", "y_perm"}) EXPECT_TRUE(fused.attributes.has(perm)) << perm;
+      const Tensor q = random_tensor(dtype, {z.b, z.sq, z.h, z.d}, -2, 2, rng);
+      const Tensor k = random_tensor(dtype, {z.b, z.sk, z.h, z.d}, -2, 2, rng);
+      const Tensor v = random_tensor(dtype, {z.b, z.sk, z.h, z.dv}, -1, 1, rng);
+      const Tensor mask = cast_to(padding_mask({z.b, 1, 1, z.sk}, rng), dtype);
+      const std::vector<const Tensor*> inputs = {&q, &k, &v, &mask};
+      const Tensor want = run_reference(g, inputs);
+      const std::vector<Tensor> got = run_on_cuda(fused, 1, inputs);
+      if (got.empty()) return;
+      ASSERT_EQ(got[0].shape(), (Shape{z.b, z.sq, z.h, z.dv}));
+      const bool half = dtype == DType::Float16;
+      expect_close(got[0], want, half ? kRtolF16 : kRtolF32, half ? kAtolF16 : kAtolF32,
+                   "heads transposed, sq " + std::to_string(z.sq) + " " + dtype_name(dtype));
+    }
+}
+
 TEST(CudaAttention, MinusInfinityInAnAdditiveMask) {
   EMBER_REQUIRE_GPU();
   std::mt19937 rng(4);
