@@ -7,8 +7,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <string>
 
 namespace ember {
 
@@ -24,8 +27,32 @@ std::atomic<size_t> heap_block_bytes{0};  // blocks below kMappedFrom, on malloc
 
 }  // namespace
 
+size_t host_memory_available() {
+  size_t available = SIZE_MAX;
+  // MemAvailable (what the kernel can give without swapping) plus free swap.
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  size_t kib = 0, mem = SIZE_MAX, swap = 0;
+  std::string unit;
+  while (meminfo >> key >> kib) {
+    std::getline(meminfo, unit);
+    if (key == "MemAvailable:") mem = kib * 1024;
+    if (key == "SwapFree:") swap = kib * 1024;
+  }
+  if (mem != SIZE_MAX) available = mem + swap;
+  // A container's limit (cgroup v2): what is left under memory.max.
+  std::ifstream max_file("/sys/fs/cgroup/memory.max"), current_file("/sys/fs/cgroup/memory.current");
+  size_t limit = 0, current = 0;
+  if (max_file >> limit && current_file >> current) available = std::min(available, limit > current ? limit - current : 0);
+  return available;
+}
+
 void* allocate_host_block(size_t bytes) {
   if (bytes >= kMappedFrom) {
+    // mmap would promise it (overcommit) and the first touches would then page for
+    // minutes or end in the OOM killer: a model asking for more than there is (a Tile
+    // or Expand to terabytes) gets a clear refusal instead.
+    if (bytes > host_memory_available()) return nullptr;
     void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     return p == MAP_FAILED ? nullptr : p;  // page aligned, zero-filled
   }

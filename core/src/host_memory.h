@@ -10,8 +10,12 @@
 
 namespace ember {
 
-// nullptr when the memory is not there.
+// nullptr when the memory is not there: a block of 1 MiB or more also when it exceeds
+// host_memory_available().
 void* allocate_host_block(size_t bytes);
+// Bytes this process could still get without the OOM killer: MemAvailable plus free
+// swap, within the cgroup's memory.max where one is set.
+size_t host_memory_available();
 // `bytes` as given to allocate_host_block.
 void release_host_block(void* p, size_t bytes);
 

@@ -23,7 +23,9 @@ namespace {
 // Host allocations are 64-byte aligned so vector kernels and oneDNN get aligned rows.
 std::shared_ptr<void> allocate_host(size_t bytes) {
   void* p = allocate_host_block(bytes);
-  if (!p) throw Error("out of host memory allocating " + std::to_string(bytes) + " bytes");
+  if (!p)
+    throw Error("out of host memory: a tensor of " + std::to_string(bytes) + " bytes, with " +
+                std::to_string(host_memory_available()) + " bytes available");
   return std::shared_ptr<void>(p, [bytes](void* q) { release_host_block(q, bytes); });
 }
 

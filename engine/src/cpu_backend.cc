@@ -26,7 +26,9 @@ class CpuBackend final : public Backend {
   Device device() const override { return Device{DeviceKind::Cpu, 0}; }
   void* allocate(size_t bytes, const std::string& what) override {
     void* p = allocate_host_block(bytes);
-    if (!p) throw Error("out of host memory: " + what + " needs " + std::to_string(bytes) + " bytes");
+    if (!p)
+      throw Error("out of host memory: " + what + " needs " + std::to_string(bytes) + " bytes, and " +
+                  std::to_string(host_memory_available()) + " are available");
     std::lock_guard lock(mutex_);
     sizes_[p] = bytes;
     use_.in_use_bytes += bytes;

@@ -1,6 +1,7 @@
 // Memory a long-running service can live with: plans cached in a bounded LRU, packed
 // weights made once per session and shared by every plan, arenas given back when the
 // plans that needed them are evicted.
+#include "core/src/host_memory.h"
 #include "engine/src/plan_cache.h"
 #include "loader/helpers.h"  // new_model, add_input, add_node, float_tensor
 
@@ -11,6 +12,7 @@
 #include <malloc.h>
 
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -84,6 +86,46 @@ std::unique_ptr<Plan> plan_with(Shape shape, size_t arena) {
 bool cached(const PlanCache& cache, const Shape& shape) {
   const Tensor x(DType::Float32, shape);
   return cache.find({&x, 1}, {}) != nullptr;
+}
+
+// A model that asks for more memory than the machine has (a Tile to terabytes, as a
+// hostile or broken file may) is refused at once with the sizes, rather than promised
+// by mmap and then paged in for minutes or killed.
+TEST(BoundedMemory, MoreMemoryThanThereIsIsAClearErrorAtOnce) {
+  onnx::ModelProto m = test::new_model();
+  onnx::GraphProto& g = *m.mutable_graph();
+  test::add_input(g, "x", {"1024"});
+  test::add_output(g, "y", {"?"});
+  onnx::TensorProto repeats;
+  repeats.set_name("repeats");
+  repeats.set_data_type(onnx::TensorProto::INT64);
+  repeats.add_dims(1);
+  repeats.add_int64_data(int64_t{1} << 30);  // 4 TiB of float32
+  *g.add_initializer() = repeats;
+  test::add_node(g, "Tile", {"x", "repeats"}, {"y"}, "tile");
+  const auto path = std::filesystem::temp_directory_path() / "ember_huge_tile.onnx";
+  test::write_file(path.string(), m.SerializeAsString());
+  Session session(path.string());
+  const Tensor x(DType::Float32, {1024});
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    session.run({{"x", x}});
+    FAIL() << "a 4 TiB output was allocated";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("more than this machine's memory"), std::string::npos) << e.what();
+  }
+  // Below the machine's memory but above what it has free: refused when allocated.
+  const size_t available = host_memory_available();
+  if (available < (size_t{1} << 50)) {
+    try {
+      Tensor t(DType::UInt8, {static_cast<int64_t>(available + (size_t{64} << 20))});
+      FAIL() << "a tensor larger than the free memory was allocated";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("out of host memory"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("available"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
 }
 
 TEST(PlanCache, EvictsTheLeastRecentlyUsedBeyondTheCount) {
