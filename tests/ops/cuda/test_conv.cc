@@ -85,10 +85,14 @@ TEST(CudaConv, WeightsKnownOnlyAtRunTime) {
 }
 
 // FusedConv: act(conv(x) + bias + Z). Relu with a bias is cuDNN's fused call; the
-// rest is the convolution plus our epilogue pass.
-void check_fused(const ConvCase& c, DType t, const FusedAct& act, bool bias, bool residual) {
-  const Tensor x = seeded_tensor(t, c.x, 16), w = seeded_tensor(t, c.w, 17), b = seeded_tensor(t, {c.w[0]}, 18);
-  Node node = make_node("FusedConv", 2, 1, conv_attributes(c), "com.ember");
+// rest is the convolution plus our epilogue pass. Channels-last, the same as
+// com.ember NhwcConv (the layout planning's convolution: X, Z and Y as [N, H, W, C], W
+// as ONNX has it; cuDNN's NHWC kernels, W turned to KRSC per run).
+void check_fused(const ConvCase& c, DType t, const FusedAct& act, bool bias, bool residual, bool channels_last = false) {
+  const Shape x_shape = channels_last ? Shape{c.x[0], c.x[2], c.x[3], c.x[1]} : c.x;
+  const Tensor x = seeded_tensor(t, x_shape, 16), w = seeded_tensor(t, c.w, 17), b = seeded_tensor(t, {c.w[0]}, 18);
+  const char* op = channels_last ? "NhwcConv" : "FusedConv";
+  Node node = make_node(op, 2, 1, conv_attributes(c), "com.ember");
   set_fused_activation(node, act);
   std::vector<const Tensor*> in{&x, &w};
   std::vector<int> known{1};
@@ -99,12 +103,13 @@ void check_fused(const ConvCase& c, DType t, const FusedAct& act, bool bias, boo
   }
   Tensor z;
   if (residual) {
-    const std::vector<Tensor> y = run_on_cpu(make_node("Conv", 2, 1, conv_attributes(c)), 22, {&x, &w});
+    const std::vector<Tensor> y = run_on_cpu(make_node(op, 2, 1, conv_attributes(c), "com.ember"), 1, {&x, &w});
     z = seeded_tensor(t, y[0].shape(), 19);
     node.inputs.push_back("x3");
     in.push_back(&z);
   }
-  SCOPED_TRACE(describe(c) + " " + act.kind + (bias ? " bias" : "") + (residual ? " residual " : " ") + dtype_name(t));
+  SCOPED_TRACE(std::string(op) + " " + describe(c) + " " + act.kind + (bias ? " bias" : "") +
+               (residual ? " residual " : " ") + dtype_name(t));
   expect_cuda_matches_cpu(node, 1, in, rtol(t), atol(t), known);
 }
 
@@ -160,32 +165,6 @@ void check_deconv(const DeconvCase& c, DType t, bool bias) {
                           bias ? std::vector<int>{1, 2} : std::vector<int>{1});
 }
 
-// com.ember NhwcConv (the layout planning's channels-last convolution): X, Z and Y as
-// [N, H, W, C], W as ONNX has it; cuDNN's NHWC kernels, W turned to KRSC per run.
-void check_nhwc(const ConvCase& c, DType t, const FusedAct& act, bool bias, bool residual) {
-  const Shape x_shape{c.x[0], c.x[2], c.x[3], c.x[1]};
-  const Tensor x = seeded_tensor(t, x_shape, 20), w = seeded_tensor(t, c.w, 21), b = seeded_tensor(t, {c.w[0]}, 22);
-  Node node = make_node("NhwcConv", 2, 1, conv_attributes(c), "com.ember");
-  set_fused_activation(node, act);
-  std::vector<const Tensor*> in{&x, &w};
-  std::vector<int> known{1};
-  if (bias || residual) {
-    node.inputs.push_back(bias ? "x2" : "");
-    in.push_back(bias ? &b : nullptr);
-    if (bias) known.push_back(2);
-  }
-  Tensor z;
-  if (residual) {
-    const std::vector<Tensor> y = run_on_cpu(make_node("NhwcConv", 2, 1, conv_attributes(c), "com.ember"), 1, {&x, &w});
-    z = seeded_tensor(t, y[0].shape(), 23);
-    node.inputs.push_back("x3");
-    in.push_back(&z);
-  }
-  SCOPED_TRACE("NhwcConv " + describe(c) + " " + act.kind + (bias ? " bias" : "") + (residual ? " residual " : " ") +
-               dtype_name(t));
-  expect_cuda_matches_cpu(node, 1, in, rtol(t), atol(t), known);
-}
-
 TEST(CudaNhwcConv, ResNetAndMobileNetGeometries) {
   EMBER_REQUIRE_GPU();
   const ConvCase cases[] = {
@@ -200,10 +179,10 @@ TEST(CudaNhwcConv, ResNetAndMobileNetGeometries) {
   };
   for (DType t : kFloatTypes)
     for (const ConvCase& c : cases) {
-      check_nhwc(c, t, {}, false, false);
-      check_nhwc(c, t, {"Relu", {}}, true, false);  // cuDNN's fused call
-      check_nhwc(c, t, {"Relu", {}}, true, true);   // ResNet's residual block end
-      check_nhwc(c, t, {"HardSigmoid", {0.2f, 0.5f}}, true, false);  // the epilogue pass
+      check_fused(c, t, {}, false, false, true);
+      check_fused(c, t, {"Relu", {}}, true, false, true);  // cuDNN's fused call
+      check_fused(c, t, {"Relu", {}}, true, true, true);   // ResNet's residual block end
+      check_fused(c, t, {"HardSigmoid", {0.2f, 0.5f}}, true, false, true);  // the epilogue pass
     }
 }
 
