@@ -57,7 +57,7 @@ const std::map<std::string, std::string>& out_of_scope_ops() {
       {"Gradient", "training op"},        {"Bernoulli", "random op"},
       {"RandomNormal", "random op"},      {"RandomNormalLike", "random op"},
       {"RandomUniform", "random op"},     {"RandomUniformLike", "random op"},
-      {"Multinomial", "random op"},       {"ImageDecoder", "image decoding"},
+      {"Multinomial", "random op"},
   };
   return ops;
 }
