@@ -71,12 +71,22 @@ struct OpTraits {
   bool float16_safe = true;
 };
 
+// The op as standard nodes, for these input types: what ONNX calls a context-dependent
+// function body. The returned graph holds the nodes (reading the node's inputs and
+// writing its outputs by name; intermediates named uniquely from the node's first
+// output) and the constants they read, as initializers.
+using ExpandFn = std::function<std::shared_ptr<const Graph>(const InferContext&)>;
+
 struct Schema {
   std::string op_type;
   std::string domain;
   InferFn infer;
   ParseAttributesFn parse_attributes = nullptr;  // null: the op has no typed attributes
   OpTraits traits = {};
+  // Set for ops ember runs as their expansion where no kernel takes the node: the
+  // planner plans the expansion's nodes in its place (a FlexAttention with its score
+  // modifier subgraph inlined). Null for every other op.
+  ExpandFn expand = nullptr;
 };
 
 // The schema for an op, or nullptr when ember does not know it.

@@ -14,10 +14,13 @@
 set -euo pipefail
 
 # python3-dev: the headers the Python module builds against; python3-venv: the wheel
-# check (scripts/check_wheel.sh) installs into a fresh venv.
+# check (scripts/check_wheel.sh) installs into a fresh venv. The image libraries are
+# ImageDecoder's codecs (libjpeg-turbo, libpng, libtiff, libwebp, OpenJPEG; stb_image
+# for BMP and PNM, which none of those reads); without one, that format is refused.
 apt_packages=(cmake g++ ccache libdnnl-dev libonnx-dev libprotobuf-dev protobuf-compiler
               libcli11-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
-              python3-dev python3-venv)
+              python3-dev python3-venv
+              libjpeg62-turbo-dev libpng-dev libtiff-dev libwebp-dev libopenjp2-7-dev libstb-dev)
 lean_packages=()  # installed without their recommended packages
 for flag in "$@"; do
   case $flag in

@@ -90,6 +90,9 @@ struct Plan {
   std::vector<EagerNode> eager;
   std::vector<std::pair<std::string, int>> eager_reads;  // planned values they read
   std::vector<std::unique_ptr<Node>> made_nodes;  // eager nodes the planner wrote (renames)
+  // Expansions of nodes no kernel runs (Schema::expand): their nodes and constants,
+  // which the steps and values refer to for the plan's life.
+  std::vector<std::shared_ptr<const Graph>> expansions;
   std::vector<bool> output_is_eager;  // per graph output: produced by an eager node
   std::vector<std::string> output_names;
   std::vector<std::string> notes;  // placement fallbacks, for --explain

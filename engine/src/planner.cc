@@ -201,8 +201,17 @@ void PlanBuilder::add_node(const Node& node) {
     // A fused node no kernel can take (a residual that broadcasts, a device without
     // the fused op) runs as the nodes it was fused from.
     const Attribute* parts = node.attributes.find(kDecompositionAttribute);
-    if (!parts || !parts->g) throw Error(node.label() + ": no kernel can run it (" + choice.reasons + ")");
-    for (const Node& part : parts->g->nodes) add_node(part);
+    if (parts && parts->g) {
+      for (const Node& part : parts->g->nodes) add_node(part);
+      return;
+    }
+    // An op ember runs as standard nodes (a context-dependent function body).
+    const Schema* schema = find_schema(node.domain, node.op_type);
+    if (!schema || !schema->expand) throw Error(node.label() + ": no kernel can run it (" + choice.reasons + ")");
+    std::shared_ptr<const Graph> expansion = schema->expand(InferContext{node, opset, types, values});
+    plan_->expansions.push_back(expansion);
+    inlined_.push_back(expansion.get());
+    for (const Node& part : expansion->nodes) add_node(part);
     return;
   }
   place(node, std::move(choice), in_ids, out_types);
@@ -570,7 +579,8 @@ void check_supported(const Graph& graph, std::span<Backend* const> backends) {
     bool found = false;
     for (Backend* b : backends)
       found = found || !find_kernels(node.domain, node.op_type, opset, b->device().kind).empty();
-    found = found && find_schema(node.domain, node.op_type);
+    const Schema* schema = find_schema(node.domain, node.op_type);
+    found = (found && schema) || (schema && schema->expand);  // an expansion runs on the kernels of its nodes
     if (found || find_value_op(node.domain, node.op_type)) continue;
     if (count++ < 50) missing += "\n  " + node.label() + (node.domain.empty() ? "" : " (domain " + node.domain + ")") +
                              " at opset " + std::to_string(opset);

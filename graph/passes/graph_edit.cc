@@ -73,7 +73,8 @@ namespace ember {
 
 bool can_fold(const Node& node) {
   const Schema* schema = find_schema(node.domain, node.op_type);
-  if (schema && !schema->traits.deterministic) return false;
+  // An op run as its expansion has no kernel to evaluate it: its expanded nodes fold.
+  if (schema && (!schema->traits.deterministic || schema->expand)) return false;
   for (const auto& [_, a] : node.attributes.all())
     if (a.g || !a.graphs.empty()) return false;
   return true;

@@ -45,7 +45,8 @@ void erase_nodes(Graph& graph, const std::vector<bool>& dead);
 namespace ember {
 
 // Whether a node's outputs follow from its inputs alone, so it may be evaluated
-// early: its schema does not mark it nondeterministic (OpTraits), and it has no subgraph.
+// early: its schema does not mark it nondeterministic (OpTraits) nor run it as an
+// expansion (Schema::expand: its nodes fold instead), and it has no subgraph.
 bool can_fold(const Node& node);
 
 }  // namespace ember

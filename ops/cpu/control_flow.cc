@@ -1,4 +1,4 @@
-// If, Loop and Scan on the CPU. Bodies run node by node through evaluate_node, with
+// If, Loop and Scan (opset 8 and 9+) on the CPU. Bodies run node by node through evaluate_node, with
 // the enclosing graphs' values visible by name; outputs are allocated here because
 // only running the body tells their shapes.
 #include "ops/cpu/control_flow_util.h"
@@ -211,6 +211,97 @@ class ScanKernel final : public Kernel {
   std::vector<int64_t> input_axes_, input_directions_, output_axes_, output_directions_;
 };
 
+// Scan-8: every input and output has a batch axis 0, and the scan inputs' sequence axis
+// is 1. The optional input 0, sequence_lens [batch] (int64), gives each batch item's
+// length (default: the whole axis); `directions` reverses a scan input. Each batch item
+// runs the body over its own sequence; scan outputs of a shorter item are padded with
+// zeros to the longest.
+class Scan8Kernel final : public Kernel {
+ public:
+  explicit Scan8Kernel(const KernelInit& init) : node_(init.node), opset_(init.opset) {
+    num_scan_inputs_ = node_.attributes.get_int("num_scan_inputs");
+    directions_ = node_.attributes.get_ints_or("directions", {});
+  }
+
+  void run(const RunArgs& args) const override {
+    const Graph& body = node_.attributes.get_graph("body");
+    const Tensor* lens = args.inputs.empty() ? nullptr : args.inputs[0];
+    const int64_t n_inputs = static_cast<int64_t>(args.inputs.size()) - 1;
+    if (num_scan_inputs_ < 1 || num_scan_inputs_ > n_inputs)
+      throw Error(node_.label() + ": num_scan_inputs must be between 1 and the " + std::to_string(n_inputs) + " inputs");
+    const int64_t n_states = n_inputs - num_scan_inputs_;
+    const size_t n_scan_out = body.outputs.size() - n_states;
+    std::vector<const Tensor*> in(args.inputs.begin() + 1, args.inputs.end());
+    for (const Tensor* t : in)
+      if (!t || t->rank() < 1) throw Error(node_.label() + ": every state and scan input needs a batch axis");
+    const int64_t batch = in[0]->shape()[0], max_len = scan_length(in, n_states);
+    for (const Tensor* t : in)
+      if (t->shape()[0] != batch) throw Error(node_.label() + ": the inputs differ in batch size");
+    if (lens && (lens->dtype() != DType::Int64 || lens->numel() != batch))
+      throw Error(node_.label() + ": sequence_lens must be int64 [" + std::to_string(batch) + "]");
+
+    std::vector<std::vector<Tensor>> final_states(n_states), scan_outs(n_scan_out);
+    for (int64_t b = 0; b < batch; ++b) {
+      const int64_t len = lens ? lens->data_as<int64_t>()[b] : max_len;
+      if (len < 0 || len > max_len)
+        throw Error(node_.label() + ": sequence_lens[" + std::to_string(b) + "] = " + std::to_string(len) +
+                    " is outside [0, " + std::to_string(max_len) + "]");
+      std::vector<Tensor> states, sequences;
+      for (int64_t k = 0; k < n_states; ++k) states.push_back(slice_at(*in[k], 0, b));
+      for (int64_t k = 0; k < num_scan_inputs_; ++k) sequences.push_back(slice_at(*in[n_states + k], 0, b));
+      std::vector<std::vector<Tensor>> steps(n_scan_out);
+      for (int64_t t = 0; t < len; ++t) {
+        check_stop(args.stop);
+        std::vector<Tensor> body_inputs = states;
+        for (int64_t k = 0; k < num_scan_inputs_; ++k) {
+          const bool reverse = k < static_cast<int64_t>(directions_.size()) && directions_[k];
+          body_inputs.push_back(slice_at(sequences[k], 0, reverse ? len - 1 - t : t));
+        }
+        std::vector<Tensor> out = run_body(body, opset_, body_inputs, scope_of(args), args.num_threads, args.stop);
+        for (int64_t k = 0; k < n_states; ++k) states[k] = out[k].clone();
+        for (size_t k = 0; k < n_scan_out; ++k) steps[k].push_back(out[n_states + k].clone());
+      }
+      for (int64_t k = 0; k < n_states; ++k) final_states[k].push_back(states[k]);
+      for (size_t k = 0; k < n_scan_out; ++k) scan_outs[k].push_back(padded(steps[k], max_len, body.outputs[n_states + k].dtype));
+    }
+    for (int64_t k = 0; k < n_states; ++k)
+      if (args.outputs[k]) *args.outputs[k] = stack(final_states[k], 0, body.outputs[k].dtype, node_);
+    for (size_t k = 0; k < n_scan_out; ++k)
+      if (args.outputs[n_states + k])
+        *args.outputs[n_states + k] = stack(scan_outs[k], 0, body.outputs[n_states + k].dtype, node_);
+  }
+
+ private:
+  int64_t scan_length(const std::vector<const Tensor*>& in, int64_t n_states) const {
+    int64_t length = -1;
+    for (int64_t k = n_states; k < static_cast<int64_t>(in.size()); ++k) {
+      if (in[k]->rank() < 2) throw Error(node_.label() + ": a scan input needs batch and sequence axes");
+      if (length >= 0 && in[k]->shape()[1] != length) throw Error(node_.label() + ": scan inputs differ in length");
+      length = in[k]->shape()[1];
+    }
+    return length;
+  }
+
+  // The steps of one batch item stacked on a new axis 0, zero-padded to `length`.
+  Tensor padded(const std::vector<Tensor>& steps, int64_t length, DType dtype) const {
+    if (steps.empty() && length > 0)
+      throw Error(node_.label() + ": a batch item of length 0 leaves its scan outputs' shape unknown");
+    Tensor done = stack(steps, 0, dtype, node_);
+    if (static_cast<int64_t>(steps.size()) == length) return done;
+    Shape shape = done.shape();
+    shape[0] = length;
+    Tensor out(done.dtype(), shape);
+    std::memset(out.data(), 0, out.nbytes());
+    std::memcpy(out.data(), done.data(), done.nbytes());
+    return out;
+  }
+
+  const Node& node_;
+  int64_t opset_;
+  int64_t num_scan_inputs_ = 0;
+  std::vector<int64_t> directions_;
+};
+
 template <class K>
 std::unique_ptr<Kernel> make(KernelInit& init, std::string*) {
   return std::make_unique<K>(init);
@@ -219,7 +310,7 @@ std::unique_ptr<Kernel> make(KernelInit& init, std::string*) {
 constexpr KernelFlags kSizesOwnOutputs{.sizes_own_outputs = true};
 EMBER_KERNEL_FLAGS("If", "", 1, kMaxOpset, DeviceKind::Cpu, make<IfKernel>, kSizesOwnOutputs);
 EMBER_KERNEL_FLAGS("Loop", "", 1, kMaxOpset, DeviceKind::Cpu, make<LoopKernel>, kSizesOwnOutputs);
-// Scan-8 (batched, with sequence_lens) differs; opset 9 onwards is this one.
+EMBER_KERNEL_FLAGS("Scan", "", 8, 8, DeviceKind::Cpu, make<Scan8Kernel>, kSizesOwnOutputs);
 EMBER_KERNEL_FLAGS("Scan", "", 9, kMaxOpset, DeviceKind::Cpu, make<ScanKernel>, kSizesOwnOutputs);
 
 }  // namespace

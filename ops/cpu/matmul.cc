@@ -80,7 +80,9 @@ bool float_inputs(const KernelInit& init, std::string* why_not) {
 // A MatMul operand or result as oneDNN reads it: dims and element strides.
 struct StridedDims {
   Shape dims, strides;
-  memory::desc desc() const { return {to_dnnl_dims(dims), memory::data_type::f32, to_dnnl_dims(strides)}; }
+  memory::desc desc(memory::data_type type = memory::data_type::f32) const {
+    return {to_dnnl_dims(dims), type, to_dnnl_dims(strides)};
+  }
 };
 
 // A tensor stored row-major in `stored` shape, read as Transpose(tensor, perm) (a
@@ -115,10 +117,13 @@ void pad_rank(StridedDims& v, size_t rank) {
 // MatMul with numpy semantics: 1-D operands gain a unit dim that the output drops;
 // batch dims broadcast. A 2-D B folds a row-major A's batch into M: one large GEMM.
 // FusedMatMul's perm_a / perm_b / perm_y (transposes folded in by
-// graph/passes/fold_matmul_transposes.cc) become strides.
+// graph/passes/fold_matmul_transposes.cc) become strides. bfloat16 operands go to
+// oneDNN as they are: it accumulates in float32 and rounds the result once to bfloat16.
 class MatMulKernel final : public Kernel {
  public:
   MatMulKernel(KernelInit& init, const ew::Activation& act) : activation_(act) {
+    const memory::data_type type =
+        init.inputs[0].dtype == DType::BFloat16 ? memory::data_type::bf16 : memory::data_type::f32;
     const auto& at = init.node.attributes;
     const std::vector<int64_t> perm_y = at.get_ints_or("perm_y", {});
     StridedDims a = read_through(init.inputs[0].shape, at.get_ints_or("perm_a", {}));
@@ -143,8 +148,8 @@ class MatMulKernel final : public Kernel {
     bias.back() = n;
     dnnl::post_ops ops;
     activation_.append_to(ops);
-    mm_.build(init, a.desc(), b.desc(), has_bias_ ? plain_f32_desc(bias) : memory::desc(),
-              written_through(c, perm_y).desc(), make_dnnl_attr(ops),
+    mm_.build(init, a.desc(type), b.desc(type), has_bias_ ? plain_f32_desc(bias) : memory::desc(),
+              written_through(c, perm_y).desc(type), make_dnnl_attr(ops),
               b.dims.size() == 2 && init.values[1]);
     init.workspace_bytes = mm_.workspace_bytes();
   }
@@ -161,8 +166,23 @@ class MatMulKernel final : public Kernel {
   bool has_bias_ = false;
 };
 
+// A bfloat16 product runs with bfloat16 A and B and without a fused bias or activation
+// (those run float32 epilogues; such a FusedMatMul runs its decomposition instead).
+bool plain_bf16_matmul(const KernelInit& init, std::string* why_not) {
+  if (init.inputs[0].dtype != init.inputs[1].dtype) {
+    *why_not = "bfloat16 mixed with another dtype is not supported";
+    return false;
+  }
+  if (init.inputs.size() > 2 || !init.node.attributes.get_string_or("activation", "").empty()) {
+    *why_not = "a bfloat16 FusedMatMul with a bias or an activation is not supported";
+    return false;
+  }
+  return true;
+}
+
 std::unique_ptr<Kernel> make_matmul(KernelInit& init, std::string* why_not) {
-  if (!float_inputs(init, why_not)) return nullptr;
+  const bool bf16 = init.inputs[0].dtype == DType::BFloat16 || init.inputs[1].dtype == DType::BFloat16;
+  if (bf16 ? !plain_bf16_matmul(init, why_not) : !float_inputs(init, why_not)) return nullptr;
   if (std::max(init.inputs[0].shape.size(), init.inputs[1].shape.size()) > 12) {
     *why_not = "oneDNN matmul supports rank 12 at most";
     return nullptr;

@@ -8,7 +8,8 @@
 //    over the last axis, or over H*W as in GlobalAveragePool);
 //  - innermost run kept: each output row folds whole input rows element-wise.
 //
-// float16 accumulates in float32 and is rounded once, when the result is written.
+// float16 and bfloat16 accumulate in float32 and are rounded once, when the result is
+// written.
 #include <ember/core/float16.h>
 #include "ops/cpu/parallel.h"
 #include "graph/schemas/reduce.h"
@@ -27,11 +28,12 @@ namespace {
 constexpr int kMaxDims = 16;
 constexpr int64_t kChunk = 128;  // output columns folded together in the "kept" loop shape
 
-// Accumulators: the element type for float32/float64, float32 for float16, int64 for
-// integers (wraps like numpy's sum).
+// Accumulators: the element type for float32/float64, float32 for float16 and
+// bfloat16, int64 for integers (wraps like numpy's sum).
 template <class T>
-using AccOf = std::conditional_t<std::is_integral_v<T>, int64_t,
-                                 std::conditional_t<std::is_same_v<T, Float16>, float, T>>;
+constexpr bool kHalfWidth = std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>;
+template <class T>
+using AccOf = std::conditional_t<std::is_integral_v<T>, int64_t, std::conditional_t<kHalfWidth<T>, float, T>>;
 
 // Each reduction is init / map (per element, `shift` used by LogSumExp) / combine /
 // finish (given the element count). All static so loops inline and vectorize.
@@ -302,6 +304,7 @@ std::unique_ptr<Kernel> make_reduce(KernelInit& init, std::string* why_not) {
     case DType::Float32: return std::make_unique<ReduceKernel<Op, float>>(plan);
     case DType::Float64: return std::make_unique<ReduceKernel<Op, double>>(plan);
     case DType::Float16: return std::make_unique<ReduceKernel<Op, Float16>>(plan);
+    case DType::BFloat16: return std::make_unique<ReduceKernel<Op, BFloat16>>(plan);
     case DType::Int32:
       if constexpr (!kFloatOnly) return std::make_unique<ReduceKernel<Op, int32_t>>(plan);
       break;

@@ -6,8 +6,8 @@
 // rows are contiguous when inner == 1 (the attention-scores hot path), otherwise
 // columns are processed in chunks so the inner loops stay contiguous.
 //
-// float16 runs the float32 kernel in the workspace: the input widened there, the
-// result rounded once into the float16 output.
+// float16 and bfloat16 run the float32 kernel in the workspace: the input widened there,
+// the result rounded once into the output.
 #include "ops/cpu/half_convert.h"
 #include "ops/cpu/parallel.h"
 #include "ops/cpu/vector_math.h"
@@ -148,19 +148,33 @@ class SoftmaxKernel final : public Kernel {
   int64_t outer_, n_, inner_;
 };
 
-template <Mode kMode>
-class Float16SoftmaxKernel final : public Kernel {
+// float16 and bfloat16 compute in float32 and round once, at the end.
+inline void widen(const Float16* from, float* to, int64_t n) { widen_half(from, to, n); }
+inline void narrow(const float* from, Float16* to, int64_t n) { narrow_to_half(from, to, n); }
+inline void widen(const BFloat16* from, float* to, int64_t n) {
+  parallel_for(n, 1, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) to[i] = static_cast<float>(from[i]);
+  });
+}
+inline void narrow(const float* from, BFloat16* to, int64_t n) {
+  parallel_for(n, 1, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) to[i] = BFloat16(from[i]);
+  });
+}
+
+template <class Half, Mode kMode>
+class HalfSoftmaxKernel final : public Kernel {
  public:
-  Float16SoftmaxKernel(int64_t outer, int64_t n, int64_t inner)
+  HalfSoftmaxKernel(int64_t outer, int64_t n, int64_t inner)
       : float_(outer, n, inner), count_(outer * n * inner) {}
   size_t workspace_bytes() const { return 2 * static_cast<size_t>(count_) * sizeof(float); }
 
   void run(const RunArgs& args) const override {
     float* x = static_cast<float*>(args.workspace);
     float* y = x + count_;
-    widen_half(args.inputs[0]->data_as<Float16>(), x, count_);
+    widen(args.inputs[0]->data_as<Half>(), x, count_);
     float_.compute(x, y);
-    narrow_to_half(y, args.outputs[0]->data_as<Float16>(), count_);
+    narrow(y, args.outputs[0]->data_as<Half>(), count_);
   }
 
  private:
@@ -168,17 +182,21 @@ class Float16SoftmaxKernel final : public Kernel {
   int64_t count_;
 };
 
+template <class Half, Mode kMode>
+std::unique_ptr<Kernel> make_half_softmax(KernelInit& init, int64_t outer, int64_t n, int64_t inner) {
+  auto kernel = std::make_unique<HalfSoftmaxKernel<Half, kMode>>(outer, n, inner);
+  init.workspace_bytes = kernel->workspace_bytes();
+  return kernel;
+}
+
 template <Mode kMode>
 std::unique_ptr<Kernel> make_softmax(KernelInit& init, std::string* why_not) {
   const auto [outer, n, inner] = softmax_shape(infer_context(init));
   switch (init.inputs[0].dtype) {
     case DType::Float32: return std::make_unique<SoftmaxKernel<float, kMode>>(outer, n, inner);
     case DType::Float64: return std::make_unique<SoftmaxKernel<double, kMode>>(outer, n, inner);
-    case DType::Float16: {
-      auto kernel = std::make_unique<Float16SoftmaxKernel<kMode>>(outer, n, inner);
-      init.workspace_bytes = kernel->workspace_bytes();
-      return kernel;
-    }
+    case DType::Float16: return make_half_softmax<Float16, kMode>(init, outer, n, inner);
+    case DType::BFloat16: return make_half_softmax<BFloat16, kMode>(init, outer, n, inner);
     default:
       *why_not = std::string(dtype_name(init.inputs[0].dtype)) + " is not supported";
       return nullptr;

@@ -20,7 +20,12 @@ struct ModelFacts {
   std::vector<std::string> ops;  // distinct op types in graph order
   bool has_string_tensor = false;
   std::string non_tensor_io;  // "sequence", "optional" or "map" when an input or output is one
+  bool seeded = true;  // every node of a random op has a `seed` attribute
 };
+
+// Ops whose outputs are random draws, which ember runs (the other random ops are out
+// of scope).
+bool draws_random_values(const std::string& op) { return op == "Bernoulli" || op == "RandomUniformLike"; }
 
 bool is_string_type(const onnx::TypeProto& type) {
   if (type.has_tensor_type()) return type.tensor_type().elem_type() == onnx::TensorProto::STRING;
@@ -34,9 +39,13 @@ ModelFacts read_model_facts(const fs::path& model_path) {
   std::ifstream in(model_path, std::ios::binary);
   if (!in || !model.ParseFromIstream(&in)) return {{"?"}, false, ""};
   ModelFacts facts;
-  for (const auto& node : model.graph().node())
+  for (const auto& node : model.graph().node()) {
     if (std::find(facts.ops.begin(), facts.ops.end(), node.op_type()) == facts.ops.end())
       facts.ops.push_back(node.op_type());
+    if (draws_random_values(node.op_type()))
+      facts.seeded &= std::any_of(node.attribute().begin(), node.attribute().end(),
+                                  [](const onnx::AttributeProto& a) { return a.name() == "seed"; });
+  }
   for (const auto* list : {&model.graph().input(), &model.graph().output()})
     for (const auto& v : *list) {
       facts.has_string_tensor |= is_string_type(v.type());
@@ -54,10 +63,9 @@ const std::map<std::string, std::string>& out_of_scope_ops() {
       {"StringConcat", "string ops"},     {"RegexFullMatch", "string ops"},
       {"TfIdfVectorizer", "string ops"},  {"Adagrad", "training op"},
       {"Adam", "training op"},            {"Momentum", "training op"},
-      {"Gradient", "training op"},        {"Bernoulli", "random op"},
-      {"RandomNormal", "random op"},      {"RandomNormalLike", "random op"},
-      {"RandomUniform", "random op"},     {"RandomUniformLike", "random op"},
-      {"Multinomial", "random op"},       {"ImageDecoder", "image decoding"},
+      {"Gradient", "training op"},        {"RandomNormal", "random op"},
+      {"RandomNormalLike", "random op"},  {"RandomUniform", "random op"},
+      {"RandomUniformLike", "random op"}, {"Multinomial", "random op"},
   };
   return ops;
 }
@@ -110,6 +118,8 @@ std::vector<Case> discover_cases(const std::string& data_dir, const std::string&
     const ModelFacts& tested = base != facts.end() ? base->second : own;
     Case c{set, name, d.string(), join(tested.ops, "+"), "", own.non_tensor_io};
     c.out_of_scope = scope_of(name, tested.ops, own.has_string_tensor || tested.has_string_tensor);
+    c.random_draws = std::any_of(tested.ops.begin(), tested.ops.end(), draws_random_values);
+    c.seeded = own.seeded;
     cases.push_back(std::move(c));
   }
   return cases;

@@ -14,6 +14,10 @@ struct Case {
   std::string out_of_scope;  // why ember does not aim to pass it; empty when in scope
   std::string non_tensor_io; // "sequence", "optional", "map": a graph input or output
                              // the runner cannot read or compare (tensors only)
+  // The op under test draws random values (Bernoulli): the expected outputs are one
+  // draw, so the runner checks what a draw must satisfy instead of comparing values.
+  bool random_draws = false;
+  bool seeded = false;       // every random node of the model has a `seed`
 
   std::string id() const { return set + "/" + name; }
 };

@@ -51,7 +51,7 @@ std::vector<Outcome> run_all(const Options& o) {
     if (outcomes[i].c.out_of_scope.empty()) to_run.push_back(outcomes[i].c), where.push_back(i);
   const std::string device = o.device;
   run_isolated(
-      to_run, [&](const Case& c) { return run_case(c.dir, c.non_tensor_io, device, Tolerance{}); }, o.isolate,
+      to_run, [&](const Case& c) { return run_case(c.dir, c.non_tensor_io, device, Tolerance{}, {c.random_draws, c.seeded}); }, o.isolate,
       [&](size_t k, const Result& r) {
         Outcome& out = outcomes[where[k]];
         out.result = r;

@@ -187,7 +187,20 @@ Result run_value_data_set(Session& session, const fs::path& dir, Tolerance tol, 
   return {};
 }
 
-Result run_data_set(Session& session, const fs::path& dir, Tolerance tol, const std::string& case_dir) {
+// What a random draw must satisfy: the expected dtype and shape, only 0 and 1.
+std::string check_draw(const Tensor& actual, const Tensor& expected) {
+  if (actual.dtype() != expected.dtype())
+    return std::string("dtype ") + dtype_name(actual.dtype()) + ", expected " + dtype_name(expected.dtype());
+  if (actual.shape() != expected.shape())
+    return "shape " + shape_to_string(actual.shape()) + ", expected " + shape_to_string(expected.shape());
+  for (int64_t i = 0; i < actual.numel(); ++i)
+    if (const double v = load_element(actual.dtype(), actual.data(), i); v != 0 && v != 1)
+      return "value " + std::to_string(v) + " at flat index " + std::to_string(i) + " is neither 0 nor 1";
+  return "";
+}
+
+Result run_data_set(Session& session, const fs::path& dir, Tolerance tol, const std::string& case_dir,
+                    RandomCheck random) {
   std::vector<Tensor> inputs, expected;
   try {
     inputs = load_numbered(dir, "input_");
@@ -212,6 +225,25 @@ Result run_data_set(Session& session, const fs::path& dir, Tolerance tol, const 
   if (outputs.size() != expected.size())
     return {Status::Failed, std::to_string(outputs.size()) + " outputs, expected " +
                                 std::to_string(expected.size())};
+  if (random.draws) {
+    std::vector<Tensor> again;
+    if (random.seeded) {
+      try {
+        again = session.make_outputs(inputs);
+        session.run(inputs, again);
+      } catch (const std::exception& e) {
+        return {Status::Failed, "second run: " + first_line(e.what(), case_dir)};
+      }
+    }
+    for (size_t k = 0; k < expected.size(); ++k) {
+      std::string diff = check_draw(outputs[k], expected[k]);
+      if (diff.empty() && random.seeded && compare_tensors(again[k], outputs[k], {0, 0}) != "")
+        diff = "a second run with the same seed drew other values";
+      if (!diff.empty())
+        return {Status::Failed, "output " + std::to_string(k) + " '" + session.outputs()[k].name + "': " + diff};
+    }
+    return {};
+  }
   for (size_t k = 0; k < expected.size(); ++k) {
     const std::string diff = compare_tensors(outputs[k], expected[k], tol);
     if (!diff.empty())
@@ -232,7 +264,7 @@ std::string compare_tensors(const Tensor& actual, const Tensor& expected, Tolera
 }
 
 Result run_case(const std::string& case_dir, const std::string& non_tensor_io,
-                const std::string& device, Tolerance tol) {
+                const std::string& device, Tolerance tol, RandomCheck random) {
   std::unique_ptr<Session> session;
   try {
     SessionOptions options;
@@ -250,7 +282,7 @@ Result run_case(const std::string& case_dir, const std::string& non_tensor_io,
   const auto sets = data_sets(case_dir);
   if (sets.empty()) return {Status::Failed, "no test_data_set_* directory"};
   for (const auto& dir : sets) {
-    Result r = non_tensor_io.empty() ? run_data_set(*session, dir, tol, case_dir)
+    Result r = non_tensor_io.empty() ? run_data_set(*session, dir, tol, case_dir, random)
                                      : run_value_data_set(*session, dir, tol, case_dir);
     if (r.status == Status::Passed) continue;
     if (sets.size() > 1) r.detail = dir.filename().string() + ": " + r.detail;

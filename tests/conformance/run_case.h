@@ -31,7 +31,16 @@ std::string compare_tensors(const Tensor& actual, const Tensor& expected, Tolera
 // compares the outputs. Never throws: refusals to load or plan are Unsupported,
 // anything else that goes wrong is Failed. A model with a `non_tensor_io` ("sequence",
 // ...) graph input or output is only loaded: its data files are not TensorProtos.
+//
+// `random`: the op under test draws random values (Bernoulli), so its expected outputs
+// are one draw ember cannot reproduce. Such a case passes when every output has the
+// expected dtype and shape and holds only 0 and 1, and, when `random.seeded`, a second
+// run gives the same values bit for bit; the values are not compared.
+struct RandomCheck {
+  bool draws = false;
+  bool seeded = false;
+};
 Result run_case(const std::string& case_dir, const std::string& non_tensor_io,
-                const std::string& device, Tolerance tol);
+                const std::string& device, Tolerance tol, RandomCheck random = {});
 
 }  // namespace ember::conformance

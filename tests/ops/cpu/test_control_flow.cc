@@ -90,5 +90,39 @@ TEST(ControlFlow, ScanSlicesAlongItsAxisAndHonoursDirections) {
   EXPECT_FLOAT_EQ(out[0].data_as<float>()[1], 14);
 }
 
+// Scan-8: a batch axis 0 on every input and output, sequence_lens per batch item, a
+// reversed scan input. Random values; the reference is the running sums written out.
+TEST(ControlFlow, Scan8RunsEachBatchItemOverItsOwnLengthAndPadsItsOutputs) {
+  auto body = std::make_shared<Graph>();
+  body->inputs = {{"acc", DType::Float32, {}, false}, {"row", DType::Float32, {}, false}};
+  body->nodes = {make_node("Add", {"acc", "row"}, {"acc_next"}), make_node("Identity", {"acc_next"}, {"out"})};
+  body->outputs = {{"acc_next", DType::Float32, {}, false}, {"out", DType::Float32, {}, false}};
+  Node n = make_node("Scan", {"lens", "init", "seq"}, {"final", "partial"});
+  set_graph(n, "body", body);
+  n.attributes.set_int("num_scan_inputs", 1);
+  n.attributes.set_ints("directions", {1});
+  const int64_t batch = 2, len = 4, width = 3;
+  Tensor init = test::random_floats({batch, width}, 1), seq = test::random_floats({batch, len, width}, 2);
+  Tensor lens = from_values(DType::Int64, {batch}, {4, 2});
+  auto out = evaluate_node(n, 8, {&lens, &init, &seq}, 1);
+  ASSERT_EQ(out[0].shape(), (Shape{batch, width}));
+  ASSERT_EQ(out[1].shape(), (Shape{batch, len, width}));
+  const float* x = seq.data_as<float>();
+  for (int64_t b = 0; b < batch; ++b) {
+    const int64_t n_b = b == 0 ? 4 : 2;
+    for (int64_t c = 0; c < width; ++c) {
+      float acc = init.data_as<float>()[b * width + c];
+      for (int64_t t = 0; t < len; ++t) {
+        if (t < n_b) acc += x[(b * len + (n_b - 1 - t)) * width + c];  // reversed within the item's length
+        // Float additions in the same order as the kernel: exact equality.
+        EXPECT_EQ(out[1].data_as<float>()[(b * len + t) * width + c], t < n_b ? acc : 0.f) << b << " " << t;
+      }
+      EXPECT_EQ(out[0].data_as<float>()[b * width + c], acc);
+    }
+  }
+  Tensor too_long = from_values(DType::Int64, {batch}, {4, 5});
+  EXPECT_THROW(evaluate_node(n, 8, {&too_long, &init, &seq}, 1), Error);
+}
+
 }  // namespace
 }  // namespace ember

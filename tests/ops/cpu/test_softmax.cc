@@ -152,6 +152,22 @@ TEST(Softmax, Float64) {
   }
 }
 
+// bfloat16 computes in float32 and rounds once: within half a bfloat16 step (2^-8
+// relative) of the exact result, plus the float32 error.
+TEST(Softmax, Bfloat16RoundsTheFloat32ResultOnce) {
+  const Tensor x = seeded_tensor(DType::BFloat16, {4, 37}, 5, -6, 6);
+  const Tensor y = run_softmax("Softmax", 13, x, -1);
+  ASSERT_EQ(y.dtype(), DType::BFloat16);
+  for (int64_t r = 0; r < 4; ++r) {
+    double s = 0;
+    for (int64_t j = 0; j < 37; ++j) s += std::exp(double(static_cast<float>(x.data_as<BFloat16>()[r * 37 + j])));
+    for (int64_t j = 0; j < 37; ++j) {
+      const double want = std::exp(double(static_cast<float>(x.data_as<BFloat16>()[r * 37 + j]))) / s;
+      ASSERT_NEAR(static_cast<float>(y.data_as<BFloat16>()[r * 37 + j]), want, want * (0x1p-8 + 1e-5) + 1e-12);
+    }
+  }
+}
+
 TEST(Softmax, AxisOutOfRangeIsAnError) {
   const Tensor x = random_floats({2, 3}, 80, -1, 1);
   EXPECT_THROW(run_softmax("Softmax", 13, x, 2), Error);
