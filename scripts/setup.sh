@@ -14,10 +14,11 @@
 set -euo pipefail
 
 # python3-dev: the headers the Python module builds against; python3-venv: the wheel
-# check (scripts/check_wheel.sh) installs into a fresh venv.
+# check (scripts/check_wheel.sh) installs into a fresh venv; libre2-dev: RegexFullMatch
+# and Tokenizer (the spec names RE2's syntax).
 apt_packages=(cmake g++ ccache libdnnl-dev libonnx-dev libprotobuf-dev protobuf-compiler
               libcli11-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
-              python3-dev python3-venv)
+              python3-dev python3-venv libre2-dev)
 lean_packages=()  # installed without their recommended packages
 for flag in "$@"; do
   case $flag in
