@@ -426,6 +426,7 @@ std::unique_ptr<Session::Impl> Session::Impl::make(const SessionOptions& options
                  std::to_string(impl->backends.size()) + " devices (" + impl->backends.front()->device().to_string() +
                  " first)");
   check_supported(impl->graph, impl->backends);
+  lower_string_class_labels(impl->graph);
   const std::map<std::string, int64_t> index_bounds = gathered_index_bounds(impl->graph);
   impl->optimize();
   if (options.precision == "fp16") impl->convert_to_half();

@@ -70,7 +70,7 @@ void check_per_feature(const InferContext& ctx, const std::string& name, size_t 
 void reject_strings(const InferContext& ctx, std::initializer_list<const char*> names) {
   for (const char* name : names)
     if (ctx.node.attributes.has(name))
-      ctx.fail(std::string(name) + " is set: string class labels are not supported yet");
+      ctx.fail(std::string(name) + " is set: the session gives the labels' positions instead (lower_string_class_labels)");
 }
 
 std::vector<TensorType> infer_scaler(const InferContext& ctx) {

@@ -6,9 +6,9 @@ by ember's `infer` and by ONNX Runtime, outputs compared.
 
 Each estimator is fitted on fixed-seed random data (seconds), exported without ZipMap
 (probabilities stay a tensor) and checked on 257 fresh rows with check_models.py's metric
-and a tolerance of 1e-4; int64 labels must be equal. Three more take what skl2onnx makes
-of real pipelines: a classifier with its default ZipMap output (a list of maps, which
-infer writes as JSON; values within 1e-4), a ColumnTransformer with a string column
+and a tolerance of 1e-4; int64 labels must be equal. More take what skl2onnx makes
+of real pipelines: classifiers with their default ZipMap output (a list of maps, which
+infer writes as JSON; values within 1e-4), on int64 and on string labels, a ColumnTransformer with a string column
 (OneHotEncoder) beside scaled numbers, and a text pipeline (StringNormalizer, ONNX
 Runtime's Tokenizer, TfIdfVectorizer). (ember
 computes the linear and SVM scores in double, ONNX Runtime in float: on the SVR ember
@@ -96,6 +96,17 @@ def pipeline_models():
     models["logistic_regression_zipmap"] = (
         to_onnx(zipmap, x[:1], target_opset=ML_OPSET),
         {"X": np.random.default_rng(99).standard_normal((ROWS, FEATURES)).astype(np.float32)})
+
+    # String targets: the classifiers' labels are strings (string label tensor, ZipMap
+    # keyed by strings).
+    from sklearn.ensemble import RandomForestClassifier
+    named = np.array(["low", "mid", "hög"])[(y_three - 1) // 3]
+    test_x = {"X": np.random.default_rng(98).standard_normal((ROWS, FEATURES)).astype(np.float32)}
+    models["rf_string_labels_zipmap"] = (
+        to_onnx(RandomForestClassifier(10, max_depth=4, random_state=0).fit(x, named), x[:1], target_opset=ML_OPSET),
+        test_x)
+    models["logistic_string_labels_zipmap"] = (
+        to_onnx(LogisticRegression().fit(x, named), x[:1], target_opset=ML_OPSET), test_x)
 
     rng = np.random.default_rng(6)
     cities = np.array(["paris", "lyon", "nice", "brest", "köln", ""])
