@@ -14,7 +14,7 @@ struct Graph;
 
 // What wraps a tensor type in ONNX's type system: seq(tensor(float)),
 // optional(seq(tensor(int64))), ... Listed outermost first; none: a plain tensor.
-enum class ValueContainer : int8_t { Sequence, Optional };
+enum class ValueContainer : int8_t { Sequence, Optional, Map };
 
 // A type as a TYPE_PROTO attribute holds it (Optional's `type`).
 struct ValueType {

@@ -28,8 +28,10 @@ struct ValueInfo {
   DType dtype = DType::Undefined;
   std::vector<Dim> dims;
   bool has_shape = false;  // false: rank unknown too
-  // Sequence/optional wrappers around the tensor type that dtype and dims describe.
+  // Sequence/optional/map wrappers around the tensor type that dtype and dims describe
+  // (a map's values' type; its keys' dtype is map_key).
   std::vector<ValueContainer> containers = {};
+  DType map_key = DType::Undefined;
   bool is_tensor() const { return containers.empty(); }
 };
 

@@ -32,9 +32,14 @@ std::shared_ptr<Graph> subgraph(onnx::GraphProto& g, GraphLoader& loader, int de
   return std::make_shared<Graph>(loader.convert_graph(g, depth + 1));
 }
 
-// The tensor type inside `type`, and the sequences and optionals around it. A map or
+// The tensor type inside `type`, and the sequences, optionals and maps around it. A
 // sparse tensor is left without a dtype (no ember operator takes one; the planner says so).
 void read_type(const onnx::TypeProto& type, ValueInfo& info) {
+  if (type.has_map_type()) {
+    info.containers.push_back(ValueContainer::Map);
+    info.map_key = dtype_from_onnx(type.map_type().key_type());
+    return read_type(type.map_type().value_type(), info);
+  }
   if (type.has_sequence_type()) {
     info.containers.push_back(ValueContainer::Sequence);
     return read_type(type.sequence_type().elem_type(), info);

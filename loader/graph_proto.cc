@@ -3,6 +3,7 @@
 
 #include <ember/core/error.h>
 
+#include <algorithm>
 #include <unordered_set>
 
 namespace ember {
@@ -63,8 +64,17 @@ Tensor constant_value(const Node& n) {
   }
   if (key == "value_floats") return vector_tensor(DType::Float32, a.get_floats(key));
   if (key == "value_ints") return vector_tensor(DType::Int64, a.get_ints(key));
-  if (key == "value_string" || key == "value_strings")
-    throw Error("string constants ('" + key + "') are not supported");
+  if (key == "value_string") {
+    Tensor t(DType::String, {});
+    *t.data_as<std::string>() = a.get_string(key);
+    return t;
+  }
+  if (key == "value_strings") {
+    const std::vector<std::string> strings = a.get_strings_or(key, {});
+    Tensor t(DType::String, {static_cast<int64_t>(strings.size())});
+    std::copy(strings.begin(), strings.end(), t.data_as<std::string>());
+    return t;
+  }
   throw Error("unknown Constant attribute '" + key + "'");
 }
 

@@ -156,6 +156,20 @@ Tensor decode_data(const onnx::TensorProto& p, DType dtype, Shape shape, const s
   return t;
 }
 
+// string_data holds one bytes entry per element (UTF-8 by the spec; kept as given).
+Tensor decode_strings(const onnx::TensorProto& p, Shape shape) {
+  const std::string what = tensor_label(p);
+  if (p.has_raw_data() || (p.has_data_location() && p.data_location() == onnx::TensorProto::EXTERNAL))
+    throw Error(what + " (string) stores its values in raw_data or external data; expected string_data");
+  const int64_t expected = shape_numel(shape);
+  if (p.string_data_size() != expected)
+    throw Error(what + " has " + std::to_string(p.string_data_size()) + " values in string_data, expected " +
+                std::to_string(expected) + " for string " + shape_to_string(shape));
+  Tensor t(DType::String, std::move(shape));
+  for (int64_t i = 0; i < expected; ++i) t.data_as<std::string>()[i] = p.string_data(static_cast<int>(i));
+  return t;
+}
+
 }  // namespace
 
 DType dtype_from_onnx(int32_t data_type) {
@@ -174,8 +188,8 @@ Tensor tensor_from_proto(const onnx::TensorProto& p, const std::string& base_dir
   } catch (const Error& e) {
     throw Error(what + ": " + e.what());
   }
-  if (dtype == DType::String) throw Error(what + ": string tensors are not supported");
   if (p.has_segment()) throw Error(what + ": segmented tensors are not supported");
+  if (dtype == DType::String) return decode_strings(p, checked_shape(p.dims(), what));
   Tensor t = decode_data(p, dtype, checked_shape(p.dims(), what), base_dir);
   if (dtype == DType::Bool) normalize_bools(t);
   return t;
@@ -187,7 +201,7 @@ Tensor tensor_from_sparse_proto(const onnx::SparseTensorProto& sp, const std::st
   Tensor values = tensor_from_proto(sp.values(), base_dir);
   Tensor indices = tensor_from_proto(sp.indices(), base_dir);
   const DType dtype = values.dtype();
-  if (is_packed(dtype)) throw Error(what + ": sparse " + dtype_name(dtype) + " tensors are not supported");
+  if (is_packed(dtype) || dtype == DType::String) throw Error(what + ": sparse " + dtype_name(dtype) + " tensors are not supported");
   if (values.rank() != 1) throw Error(what + ": values must be 1-D, got " + shape_to_string(values.shape()));
   const int64_t nnz = values.numel();
   const int64_t rank = static_cast<int64_t>(shape.size());

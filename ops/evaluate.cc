@@ -2,6 +2,7 @@
 
 #include "graph/passes/passes.h"
 #include "ops/registry.h"
+#include "ops/string_movement.h"
 
 #include <ember/core/error.h>
 
@@ -109,6 +110,7 @@ std::vector<Tensor> evaluate_decomposition(const Node& node, const Graph& parts,
 std::vector<Tensor> evaluate_node(const Node& node, int64_t opset,
                                   const std::vector<const Tensor*>& inputs, int num_threads,
                                   const std::unordered_map<std::string, Tensor>* scope, const RunStop* stop) {
+  if (moves_strings(node, inputs)) return move_strings(node, opset, inputs, num_threads, stop);
   std::vector<TensorType> types(node.inputs.size());
   std::vector<const Tensor*> values(node.inputs.size(), nullptr);
   for (size_t i = 0; i < node.inputs.size() && i < inputs.size(); ++i)

@@ -139,9 +139,9 @@ void run_node_on_values(const Node& node, int64_t opset, ValueScope& scope, int 
     // A tensor op: an empty optional given to it is an absent input.
     std::vector<const Tensor*> tensors;
     for (size_t i = 0; i < inputs.size(); ++i) {
-      if (inputs[i] && inputs[i]->is_sequence())
-        throw Error(node.label() + ": input " + std::to_string(i) + " ('" + node.inputs[i] +
-                    "') is a sequence, which this operator does not take");
+      if (inputs[i] && (inputs[i]->is_sequence() || inputs[i]->is_map()))
+        throw Error(node.label() + ": input " + std::to_string(i) + " ('" + node.inputs[i] + "') is a " +
+                    inputs[i]->describe() + ", which this operator does not take (it takes tensors)");
       tensors.push_back(inputs[i] && inputs[i]->is_tensor() ? &inputs[i]->tensor() : nullptr);
     }
     for (Tensor& t : evaluate_node(node, opset, tensors, num_threads, &scope.tensors, stop))

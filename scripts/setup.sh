@@ -17,9 +17,10 @@ set -euo pipefail
 # check (scripts/check_wheel.sh) installs into a fresh venv. The image libraries are
 # ImageDecoder's codecs (libjpeg-turbo, libpng, libtiff, libwebp, OpenJPEG; stb_image
 # for BMP and PNM, which none of those reads); without one, that format is refused.
+# libre2-dev: RegexFullMatch and Tokenizer (the spec names RE2's syntax).
 apt_packages=(cmake g++ ccache libdnnl-dev libonnx-dev libprotobuf-dev protobuf-compiler
               libcli11-dev nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev
-              python3-dev python3-venv
+              python3-dev python3-venv libre2-dev
               libjpeg62-turbo-dev libpng-dev libtiff-dev libwebp-dev libopenjp2-7-dev libstb-dev)
 lean_packages=()  # installed without their recommended packages
 for flag in "$@"; do

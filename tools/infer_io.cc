@@ -1,11 +1,16 @@
 #include "tools/infer_io.h"
 
+#include "tools/infer_maps.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <sstream>
+
+#include <nlohmann/json.hpp>
 
 namespace infer {
 
@@ -54,7 +59,11 @@ ember::Value read_sequence(const ember::ValueDesc& d, const std::string& folder)
 }
 
 void save_value(const ember::Value& v, const fs::path& path_without_suffix) {
-  if (v.is_tensor()) {
+  if (holds_maps(v)) {
+    std::ofstream out(path_without_suffix.string() + ".json");
+    out << maps_to_json(v) << "\n";
+    if (!out) throw ember::Error(path_without_suffix.string() + ".json: writing the file failed");
+  } else if (v.is_tensor()) {
     ember::write_npy(path_without_suffix.string() + ".npy", v.tensor());
   } else if (v.is_sequence()) {
     fs::create_directories(path_without_suffix);
@@ -135,6 +144,10 @@ std::vector<ember::Value> read_values(const ember::Session& session, const std::
       throw ember::Error("input '" + d.name + "' (" + d.type + ") is missing: pass " + d.name +
                          (sequence ? "=FOLDER (0.npy, 1.npy, ...)" : "=file.npy"));
     }
+    if (d.type.find("map(") != std::string::npos) {
+      values.push_back(read_map_input(d, paths[i]));
+      continue;
+    }
     if (sequence != fs::is_directory(paths[i]))
       throw ember::Error("input '" + d.name + "' is a " + d.type + ": pass " +
                          (sequence ? "a folder of 0.npy, 1.npy, ..." : "a .npy file") + ", not " + paths[i]);
@@ -152,7 +165,10 @@ void show_values(const ember::Session& session, const std::vector<ember::Value>&
     if (v.is_tensor())
       std::cout << ember::dtype_name(v.tensor().dtype()) << " " << ember::shape_to_string(v.tensor().shape()) << "  "
                 << summarize(v.tensor()) << "\n";
-    else
+    else if (holds_maps(v)) {  // the JSON infer writes, cut to a line
+      const std::string text = maps_to_json(v);
+      std::cout << v.describe() << "  " << (text.size() > 200 ? text.substr(0, 200) + " ..." : text) << "\n";
+    } else
       std::cout << v.describe() << "\n";
     if (!output_dir.empty()) {
       fs::create_directories(output_dir);
@@ -164,6 +180,13 @@ void show_values(const ember::Session& session, const std::vector<ember::Value>&
 std::string summarize(const ember::Tensor& t) {
   const int64_t n = t.numel();
   if (n == 0) return "empty";
+  if (t.dtype() == ember::DType::String) {  // the first strings, quoted and escaped as JSON
+    std::string first = "first [";
+    for (int64_t i = 0; i < std::min<int64_t>(n, 5); ++i)
+      first += (i ? ", " : "") + nlohmann::json(t.data_as<std::string>()[i]).dump(-1, ' ', false,
+                                                                                   nlohmann::json::error_handler_t::replace);
+    return first + (n > 5 ? ", ...]" : "]");
+  }
   if (std::isnan(element_as_double(t, 0)) && t.dtype() != ember::DType::Float32 &&
       t.dtype() != ember::DType::Float64)
     return "(no summary for " + std::string(ember::dtype_name(t.dtype())) + ")";

@@ -2,7 +2,8 @@
 // saved as .npy. A model that passes sequences or optionals takes a sequence input as
 // a folder of .npy files (0.npy, 1.npy, ... one per element, in order; an empty
 // folder is an empty sequence) and an optional input left out as empty, and writes a
-// sequence output as such a folder.
+// sequence output as such a folder. Maps and sequences of maps (ZipMap's output,
+// DictVectorizer's input) are JSON files instead (tools/infer_maps.h).
 #pragma once
 
 #include <ember/ember.h>

@@ -2,6 +2,7 @@
 // {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }, then the raw elements.
 #include <ember/core/error.h>
 #include <ember/core/npy.h>
+#include <ember/core/utf8.h>
 
 #include "core/src/read_file.h"
 
@@ -9,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <vector>
 
 namespace ember {
 
@@ -33,7 +35,7 @@ constexpr NpyDtype kDtypes[] = {
 
 struct Header {
   DType dtype = DType::Undefined;  // Undefined: raw bytes (raw_bytes per element)
-  int raw_bytes = 0;
+  int raw_bytes = 0;               // or, for DType::String ('<U<n>'), code points per element
   bool big_endian = false;
   bool fortran_order = false;
   Shape shape;
@@ -80,11 +82,20 @@ DType parse_descr(std::string_view v, bool& big_endian, int& raw_bytes, const st
   for (const auto& d : kDtypes)
     if (body == d.descr + 1) return d.dtype;
   if (body == "?") return DType::Bool;
+  // numpy's str arrays: fixed-width UTF-32, n code points per element.
+  if (body.size() > 1 && body[0] == 'U' && body.find_first_not_of("0123456789", 1) == std::string::npos &&
+      body.size() < 10 && std::stoi(body.substr(1)) > 0) {  // '<U0' holds nothing to bound a huge shape
+    raw_bytes = std::stoi(body.substr(1));
+    return DType::String;
+  }
+  if (body == "O")
+    throw Error(path + ": npy dtype 'O' (Python objects, pickled) cannot be read: save strings as a numpy str "
+                "array ('<U<n>'), e.g. np.save(f, a.astype(str))");
   if (body == "V1" || body == "V2" || body == "f1") {
     raw_bytes = body == "V2" ? 2 : 1;
     return DType::Undefined;
   }
-  throw Error(path + ": npy dtype '" + descr + "' is not supported (numeric and bool dtypes only)");
+  throw Error(path + ": npy dtype '" + descr + "' is not supported (numeric, bool and str '<U<n>' dtypes only)");
 }
 
 Shape parse_shape(std::string_view v, const std::string& path) {
@@ -200,6 +211,45 @@ std::string raw_bytes_for_npy(const Tensor& t) {
   return out;
 }
 
+// A '<U<n>' .npy: n UTF-32 code points per element, NUL-padded (numpy drops trailing
+// NULs too), each element kept as UTF-8.
+Tensor read_strings(const Header& h, std::string_view data, const std::string& path) {
+  if (h.fortran_order) throw Error(path + ": a str npy file must be in C order");
+  const int64_t n = checked_numel(h.shape, path);
+  const size_t width = static_cast<size_t>(h.raw_bytes);
+  if (width && static_cast<size_t>(n) > data.size() / (4 * width))
+    throw Error(path + ": truncated .npy data: " + std::to_string(data.size()) + " bytes for " + std::to_string(n) +
+                " strings of " + std::to_string(width) + " UTF-32 code points");
+  Tensor t(DType::String, h.shape);
+  const auto* u = reinterpret_cast<const uint8_t*>(data.data());
+  for (int64_t i = 0; i < n; ++i) {
+    std::string& s = t.data_as<std::string>()[i];
+    for (size_t k = 0; k < width; ++k) {
+      const uint8_t* b = u + (static_cast<size_t>(i) * width + k) * 4;
+      const char32_t c = h.big_endian ? (char32_t{b[0]} << 24 | char32_t{b[1]} << 16 | char32_t{b[2]} << 8 | b[3])
+                                      : (char32_t{b[3]} << 24 | char32_t{b[2]} << 16 | char32_t{b[1]} << 8 | b[0]);
+      if (c == 0) break;
+      utf8_append(s, c, path + ": string " + std::to_string(i));
+    }
+  }
+  return t;
+}
+
+// A string tensor as numpy's '<U<n>' bytes, n the most code points of any element.
+std::string strings_for_npy(const Tensor& t, size_t& width, const std::string& path) {
+  std::vector<std::u32string> code_points;
+  width = 1;  // numpy's width for an array of empty strings
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    code_points.push_back(utf8_decode(t.data_as<std::string>()[i], path + ": string " + std::to_string(i)));
+    width = std::max(width, code_points.back().size());
+  }
+  std::string out(code_points.size() * width * 4, '\0');
+  for (size_t i = 0; i < code_points.size(); ++i)
+    for (size_t k = 0; k < code_points[i].size(); ++k)
+      for (int b = 0; b < 4; ++b) out[(i * width + k) * 4 + b] = static_cast<char>((code_points[i][k] >> (8 * b)) & 0xFF);
+  return out;
+}
+
 }  // namespace
 
 Tensor read_npy(const std::string& path, DType expected) {
@@ -220,6 +270,7 @@ Tensor read_npy_from_bytes(std::string_view bytes, const std::string& path, DTyp
   if (data_start > bytes.size()) throw Error(path + ": truncated .npy header");
   Header h = parse_header(bytes.substr(8 + len_bytes, header_len), path);
   if (h.dtype == DType::Undefined) return read_raw(h, bytes.substr(data_start), expected, path);
+  if (h.dtype == DType::String) return read_strings(h, bytes.substr(data_start), path);
 
   const size_t need = dtype_bytes(h.dtype, checked_numel(h.shape, path));
   if (bytes.size() - data_start < need)
@@ -244,6 +295,10 @@ void write_npy(const std::string& path, const Tensor& tensor) {
     if (d.dtype == tensor.dtype()) descr = d.descr;
   const bool raw = is_raw_dtype(tensor.dtype());
   if (raw) descr = raw_bytes_of(tensor.dtype()) == 2 ? "<V2" : "|V1";
+  size_t string_width = 0;
+  const std::string strings = tensor.dtype() == DType::String ? strings_for_npy(tensor, string_width, path) : "";
+  const std::string string_descr = "<U" + std::to_string(string_width);
+  if (tensor.dtype() == DType::String) descr = string_descr.c_str();
   if (!descr)
     throw Error(path + ": " + dtype_name(tensor.dtype()) + " has no numpy dtype; convert the tensor first");
 
@@ -266,7 +321,9 @@ void write_npy(const std::string& path, const Tensor& tensor) {
   out.put(0);
   for (size_t i = 0; i < prefix - 8; ++i) out.put(static_cast<char>((header.size() >> (8 * i)) & 0xFF));
   out << header;
-  if (raw) {
+  if (tensor.dtype() == DType::String) {
+    out.write(strings.data(), static_cast<std::streamsize>(strings.size()));
+  } else if (raw) {
     const std::string bytes = raw_bytes_for_npy(tensor);
     out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   } else {

@@ -3,9 +3,12 @@
 
 #include "core/src/host_memory.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <memory>
+#include <string>
 
 namespace ember {
 
@@ -39,11 +42,22 @@ void check_shape(const Shape& shape) {
   }
 }
 
+// numel empty std::strings, destroyed with their storage.
+std::shared_ptr<void> allocate_strings(int64_t numel) {
+  const auto n = static_cast<size_t>(numel);
+  if (n > std::numeric_limits<size_t>::max() / sizeof(std::string))
+    throw Error("string tensor of " + std::to_string(numel) + " elements is too large");
+  std::shared_ptr<void> block = allocate_host(n * sizeof(std::string));
+  auto* strings = static_cast<std::string*>(block.get());
+  std::uninitialized_default_construct_n(strings, n);
+  return std::shared_ptr<void>(strings, [block, n](void* p) { std::destroy_n(static_cast<std::string*>(p), n); });
+}
+
 }  // namespace
 
 Tensor::Tensor(DType dtype, Shape shape) : dtype_(dtype), shape_(std::move(shape)) {
   check_shape(shape_);
-  storage_ = allocate_host(nbytes());
+  storage_ = dtype == DType::String ? allocate_strings(numel()) : allocate_host(nbytes());
   data_ = storage_.get();
 }
 
@@ -64,7 +78,8 @@ Tensor Tensor::adopt(DType dtype, Shape shape, std::shared_ptr<void> memory, Dev
 
 Tensor Tensor::clone() const {
   Tensor copy(dtype_, shape_);
-  if (nbytes()) std::memcpy(copy.data_, data_, nbytes());
+  if (dtype_ == DType::String) std::copy_n(data_as<std::string>(), numel(), copy.data_as<std::string>());
+  else if (nbytes()) std::memcpy(copy.data_, data_, nbytes());
   return copy;
 }
 

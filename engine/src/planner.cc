@@ -118,7 +118,8 @@ int PlanBuilder::root(int id) const {
 void PlanBuilder::add_graph_inputs(std::span<const Shape> shapes) {
   for (size_t i = 0; i < graph_.inputs.size(); ++i) {
     const ValueInfo& in = graph_.inputs[i];
-    if (!in.is_tensor()) {  // a sequence or optional: only the eager tail reads it
+    // A sequence, an optional or a string tensor: only the eager tail reads it.
+    if (!in.is_tensor() || in.dtype == DType::String) {
       plan_->input_values.push_back(-1);
       eager_values_.insert(in.name);
       continue;
@@ -192,6 +193,13 @@ void PlanBuilder::add_node(const Node& node) {
     return add_eager(node, opset);
   }
 
+  // String tensors hold std::string objects, which no arena or device can: every node
+  // that reads or makes one runs eagerly, on the host (core/include/ember/core/tensor.h).
+  const auto is_string = [](const TensorType& t) { return t.dtype == DType::String; };
+  if (std::ranges::any_of(types, is_string) || std::ranges::any_of(out_types, is_string)) {
+    plan_->notes.push_back(node.label() + " and the nodes after it run eagerly: it reads or makes string tensors");
+    return add_eager(node, opset);
+  }
   if (fold(node, opset, in_ids, types, values, all_known)) return;
   std::vector<Device> in_devices;
   for (int id : in_ids)

@@ -88,11 +88,14 @@ void give_back_free_heap() {
 #endif
 }
 
-// "seq(tensor(float32))": ONNX's spelling with ember's dtype names.
+// "seq(tensor(float32))", "seq(map(string,tensor(float32)))": ONNX's spelling with
+// ember's dtype names.
 std::string type_string(const ValueInfo& v) {
   std::string type = std::string("tensor(") + dtype_name(v.dtype) + ")";
   for (auto c = v.containers.rbegin(); c != v.containers.rend(); ++c)
-    type = (*c == ValueContainer::Sequence ? "seq(" : "optional(") + type + ")";
+    type = *c == ValueContainer::Map      ? std::string("map(") + dtype_name(v.map_key) + "," + type + ")"
+           : *c == ValueContainer::Sequence ? "seq(" + type + ")"
+                                            : "optional(" + type + ")";
   return type;
 }
 
@@ -148,6 +151,9 @@ void Session::Impl::check_inputs(std::span<const Tensor> inputs) const {
       throw Error("input '" + want.name + "' is a " + type_string(want) +
                   ", not a tensor: run the model with Session::run_values");
     }
+    if (got.dtype() == DType::String && got.device().kind != DeviceKind::Cpu)
+      throw Error("input '" + want.name + "': string tensors live on the host, this one is on " +
+                  got.device().to_string());
     if (!runs_on(got.device()))
       throw Error("input '" + want.name + "' is on " + got.device().to_string() +
                   ", a device this session does not run on (device option '" + options.device + "')");
@@ -421,6 +427,7 @@ std::unique_ptr<Session::Impl> Session::Impl::make(const SessionOptions& options
                  std::to_string(impl->backends.size()) + " devices (" + impl->backends.front()->device().to_string() +
                  " first)");
   check_supported(impl->graph, impl->backends);
+  lower_string_class_labels(impl->graph);
   const std::map<std::string, int64_t> index_bounds = gathered_index_bounds(impl->graph);
   impl->optimize();
   if (options.precision == "fp16") impl->convert_to_half();
@@ -540,6 +547,12 @@ void check_value_input(const ValueInfo& want, const Value& v, size_t depth = 0) 
     if (!v.is_none()) check_value_input(want, v, depth + 1);
     return;
   }
+  if (want.containers[depth] == ValueContainer::Map) {  // of tensor values: the values' dtype
+    if (!v.is_map() || (want.map_key != DType::Undefined && v.map_keys().dtype() != want.map_key) ||
+        (want.dtype != DType::Undefined && v.element_dtype() != want.dtype))
+      fail();
+    return;
+  }
   if (!v.is_sequence()) fail();
   for (const Value& e : v.elements()) check_value_input(want, e, depth + 1);
 }
@@ -623,7 +636,14 @@ void Session::Impl::run(std::span<const Tensor> inputs, std::span<Tensor> output
   settings.capture_graphs = options.cuda_graph;
   settings.stop = &stop;
   settings.external_stream = run_options.cuda_stream;
-  settings.value_inputs = value_inputs;
+  // String tensor inputs are read by the eager tail, by name, as sequences are (planner.cc).
+  std::unordered_map<std::string, Value> with_strings;
+  for (size_t i = 0; i < graph.inputs.size() && i < inputs.size(); ++i) {
+    if (!graph.inputs[i].is_tensor() || graph.inputs[i].dtype != DType::String) continue;
+    if (with_strings.empty() && value_inputs) with_strings = *value_inputs;
+    with_strings[graph.inputs[i].name] = inputs[i];
+  }
+  settings.value_inputs = with_strings.empty() ? value_inputs : &with_strings;
   settings.value_outputs = value_outputs;
   auto give_back = [&] { return_context(std::move(context), evictions); };
   try {

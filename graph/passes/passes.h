@@ -17,6 +17,12 @@ namespace ember {
 using NodeEvaluator = std::function<std::vector<Tensor>(
     const Node& node, int64_t opset, const std::vector<const Tensor*>& inputs)>;
 
+// LinearClassifier, SVMClassifier and TreeEnsembleClassifier with classlabels_strings
+// become the same classifier over the labels' positions, followed by a Gather of the
+// label strings. Run on every graph, whatever the optimization level: it is how ember
+// runs them (lower_string_labels.cc).
+int lower_string_class_labels(Graph& graph);
+
 // Evaluates nodes whose inputs are all initializers; their outputs become initializers.
 int fold_constants(Graph& graph, const NodeEvaluator& evaluate);
 // Removes nodes no graph output depends on, and initializers nobody reads.

@@ -2,6 +2,7 @@
 #include "graph/schemas/ml.h"
 
 #include <ember/core/element_types.h>
+#include <algorithm>
 #include <ember/core/error.h>
 
 namespace ember {
@@ -56,8 +57,7 @@ bool numeric_ml_dtype(DType d) {
 void require_numeric(const InferContext& ctx, size_t input = 0) {
   const DType d = ctx.input(input).dtype;
   if (!numeric_ml_dtype(d))
-    ctx.fail("input " + std::to_string(input) + " is " + dtype_name(d) + "; expected float, double, int32 or int64" +
-             (d == DType::String ? " (string inputs are not supported yet)" : ""));
+    ctx.fail("input " + std::to_string(input) + " is " + dtype_name(d) + "; expected float, double, int32 or int64");
 }
 
 // A per-feature attribute: one value for all features, or one per feature (X's last dim).
@@ -70,8 +70,7 @@ void check_per_feature(const InferContext& ctx, const std::string& name, size_t 
 void reject_strings(const InferContext& ctx, std::initializer_list<const char*> names) {
   for (const char* name : names)
     if (ctx.node.attributes.has(name))
-      ctx.fail(std::string(name) + " is set: string categories and labels are not supported yet (ember has no "
-               "string tensors)");
+      ctx.fail(std::string(name) + " is set: the session gives the labels' positions instead (lower_string_class_labels)");
 }
 
 std::vector<TensorType> infer_scaler(const InferContext& ctx) {
@@ -144,12 +143,15 @@ std::vector<TensorType> infer_feature_vectorizer(const InferContext& ctx) {
 }
 
 std::vector<TensorType> infer_one_hot_encoder(const InferContext& ctx) {
-  reject_strings(ctx, {"cats_strings"});
-  require_numeric(ctx);
-  const auto cats = ctx.node.attributes.get_ints_or("cats_int64s", {});
-  if (cats.empty()) ctx.fail("cats_int64s must list the categories");
+  // String inputs are one-hot over cats_strings, numbers over cats_int64s.
+  const bool strings = ctx.input(0).dtype == DType::String;
+  if (!strings) require_numeric(ctx);
+  const char* name = strings ? "cats_strings" : "cats_int64s";
+  const size_t cats = strings ? ctx.node.attributes.get_strings_or(name, {}).size()
+                              : ctx.node.attributes.get_ints_or(name, {}).size();
+  if (cats == 0) ctx.fail(std::string(name) + " must list the categories (X is " + dtype_name(ctx.input(0).dtype) + ")");
   Shape out = ctx.input(0).shape;
-  out.push_back(static_cast<int64_t>(cats.size()));
+  out.push_back(static_cast<int64_t>(cats));
   return {{DType::Float32, out}};
 }
 
@@ -203,6 +205,18 @@ std::vector<TensorType> infer_label_encoder(const InferContext& ctx) {
   return {{a->values.dtype(), ctx.input(0).shape}};
 }
 
+// CategoryMapper: int64 to string or string to int64 by the pairs cats_int64s[i] <->
+// cats_strings[i].
+std::vector<TensorType> infer_category_mapper(const InferContext& ctx) {
+  const size_t ints = ctx.node.attributes.get_ints_or("cats_int64s", {}).size();
+  const size_t strings = ctx.node.attributes.get_strings_or("cats_strings", {}).size();
+  if (ints != strings)
+    ctx.fail("cats_int64s has " + std::to_string(ints) + " entries but cats_strings has " + std::to_string(strings));
+  const DType in = ctx.input(0).dtype;
+  if (in != DType::Int64 && in != DType::String) ctx.fail(std::string("X must be int64 or string, got ") + dtype_name(in));
+  return {{in == DType::Int64 ? DType::String : DType::Int64, ctx.input(0).shape}};
+}
+
 // A list attribute as a 1-D tensor of `dtype`.
 template <class T, class V>
 Tensor list_tensor(DType dtype, const std::vector<V>& v) {
@@ -212,31 +226,39 @@ Tensor list_tensor(DType dtype, const std::vector<V>& v) {
 }
 
 bool label_encoder_dtype(DType d) {
-  return d == DType::Float32 || d == DType::Float64 || d == DType::Int16 || d == DType::Int32 || d == DType::Int64;
+  return d == DType::Float32 || d == DType::Float64 || d == DType::Int16 || d == DType::Int32 || d == DType::Int64 ||
+         d == DType::String;
+}
+
+Tensor string_list_tensor(const std::vector<std::string>& v) {
+  Tensor t(DType::String, {static_cast<int64_t>(v.size())});
+  std::copy(v.begin(), v.end(), t.data_as<std::string>());
+  return t;
 }
 
 }  // namespace
 
 std::shared_ptr<const OpAttributes> parse_label_encoder(const Node& node, int64_t opset) {
   const Attributes& at = node.attributes;
-  if (opset < 2 || at.has("keys_strings") || at.has("values_strings") || at.has("classes_strings"))
-    throw Error("string keys or values are not supported yet (ember has no string tensors)");
+  if (opset < 2) throw Error("LabelEncoder opset 1 (classes_strings) is not supported; opset 2 and later are");
   auto a = std::make_shared<LabelEncoderAttributes>();
   int keys_given = 0, values_given = 0;
   if (at.has("keys_int64s")) a->keys = list_tensor<int64_t>(DType::Int64, at.get_ints("keys_int64s")), ++keys_given;
   if (at.has("keys_floats")) a->keys = list_tensor<float>(DType::Float32, at.get_floats("keys_floats")), ++keys_given;
+  if (at.has("keys_strings")) a->keys = string_list_tensor(at.get_strings_or("keys_strings", {})), ++keys_given;
   if (at.has("keys_tensor")) a->keys = at.get_tensor("keys_tensor").clone(), ++keys_given;
   if (at.has("values_int64s"))
     a->values = list_tensor<int64_t>(DType::Int64, at.get_ints("values_int64s")), ++values_given;
   if (at.has("values_floats"))
     a->values = list_tensor<float>(DType::Float32, at.get_floats("values_floats")), ++values_given;
+  if (at.has("values_strings")) a->values = string_list_tensor(at.get_strings_or("values_strings", {})), ++values_given;
   if (at.has("values_tensor")) a->values = at.get_tensor("values_tensor").clone(), ++values_given;
   if (keys_given != 1 || values_given != 1) throw Error("exactly one keys_* and one values_* attribute must be set");
   if (a->keys.numel() != a->values.numel())
     throw Error("keys has " + std::to_string(a->keys.numel()) + " entries but values has " +
                 std::to_string(a->values.numel()));
   if (!label_encoder_dtype(a->keys.dtype()) || !label_encoder_dtype(a->values.dtype()))
-    throw Error(std::string("keys and values must be int16, int32, int64, float or double; got ") +
+    throw Error(std::string("keys and values must be int16, int32, int64, float, double or string; got ") +
                 dtype_name(a->keys.dtype()) + " and " + dtype_name(a->values.dtype()));
   a->keys.set_shape({a->keys.numel()});
   a->values.set_shape({a->values.numel()});
@@ -245,6 +267,8 @@ std::shared_ptr<const OpAttributes> parse_label_encoder(const Node& node, int64_
     a->default_value = at.get_tensor("default_tensor").clone();
     if (a->default_value.dtype() != out || a->default_value.numel() != 1)
       throw Error("default_tensor must hold one value of the values' type");
+  } else if (out == DType::String) {
+    a->default_value = string_list_tensor({at.get_string_or("default_string", "_Unused")});
   } else if (out == DType::Float32 && !at.has("values_tensor")) {
     a->default_value = list_tensor<float>(out, std::vector<float>{at.get_float_or("default_float", -0.0f)});
   } else if (out == DType::Int64 && !at.has("values_tensor")) {
@@ -269,5 +293,6 @@ EMBER_SCHEMA("OneHotEncoder", kMlDomain, infer_one_hot_encoder);
 EMBER_SCHEMA("LinearRegressor", kMlDomain, infer_linear_regressor);
 EMBER_SCHEMA("LinearClassifier", kMlDomain, infer_linear_classifier);
 EMBER_SCHEMA("LabelEncoder", kMlDomain, infer_label_encoder, parse_label_encoder);
+EMBER_SCHEMA("CategoryMapper", kMlDomain, infer_category_mapper);
 
 }  // namespace ember

@@ -1,7 +1,7 @@
 // The ai.onnx.ml operators other than the tree ensembles (graph/schemas/tree_ensemble.h):
 // what they share (their domain, the post_transform of their scores, the [N, F] view of
 // X) and the typed attributes of those whose attributes need parsing. Their schemas are
-// in ml.cc; only numeric tensors are supported (ember has no strings, maps or sequences).
+// in ml.cc.
 #pragma once
 
 #include "graph/schema.h"
@@ -32,8 +32,8 @@ struct MlRows {
 MlRows ml_rows(const InferContext& ctx);
 
 // LabelEncoder's mapping as typed 1-D tensors: keys (X's dtype), values and the one
-// default (Y's dtype). Opsets 2-3 give them as lists, opset 4 as tensors; only numeric
-// types are supported (ember has no string tensors).
+// default (Y's dtype). Opsets 2-3 give them as lists, opset 4 as tensors; numeric or
+// string keys and values.
 struct LabelEncoderAttributes final : OpAttributes {
   Tensor keys, values, default_value;
 };

@@ -99,7 +99,7 @@ std::shared_ptr<const OpAttributes> parse_svm_regressor(const Node& node, int64_
 
 std::shared_ptr<const OpAttributes> parse_svm_classifier(const Node& node, int64_t) {
   if (node.attributes.has("classlabels_strings"))
-    throw Error("string class labels (classlabels_strings) are not supported yet: ember has no string tensors");
+    throw Error("classlabels_strings is set: the session gives the labels' positions instead (lower_string_class_labels)");
   auto a = std::make_shared<SvmAttributes>();
   parse_kernel(node, *a);
   a->class_labels = node.attributes.get_ints_or("classlabels_ints", {});

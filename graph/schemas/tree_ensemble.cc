@@ -248,7 +248,7 @@ std::shared_ptr<const OpAttributes> parse_tree_ensemble_regressor(const Node& no
 
 std::shared_ptr<const OpAttributes> parse_tree_ensemble_classifier(const Node& node, int64_t) {
   if (node.attributes.has("classlabels_strings"))
-    throw Error("string class labels (classlabels_strings) are not supported yet: ember has no string tensors");
+    throw Error("classlabels_strings is set: the session gives the labels' positions instead (lower_string_class_labels)");
   const auto labels = node.attributes.get_ints_or("classlabels_int64s", {});
   if (labels.size() < 2) throw Error("classlabels_int64s must name at least 2 classes");
   auto a = parse_legacy(node, "class", static_cast<int64_t>(labels.size()));

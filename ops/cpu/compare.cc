@@ -67,7 +67,7 @@ std::unique_ptr<Kernel> make_not(KernelInit& init, std::string* why_not) {
 }  // namespace
 
 // Opsets before 7 broadcast only with the legacy `broadcast`/`axis` attributes; later
-// versions only add dtypes (Equal 19: string, not supported).
+// versions only add dtypes (Equal 19: string, in strings.cc).
 EMBER_KERNEL("Equal", "", 7, kMaxOpset, DeviceKind::Cpu, make_equal);
 EMBER_KERNEL("Less", "", 7, kMaxOpset, DeviceKind::Cpu, make_less);
 EMBER_KERNEL("Greater", "", 7, kMaxOpset, DeviceKind::Cpu, make_greater);

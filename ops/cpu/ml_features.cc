@@ -1,5 +1,5 @@
 // CPU kernels for the ai.onnx.ml ops that pick, join or encode features:
-// ArrayFeatureExtractor, FeatureVectorizer, OneHotEncoder. Shapes and attributes were
+// ArrayFeatureExtractor, FeatureVectorizer, OneHotEncoder (numbers or strings). Shapes and attributes were
 // checked by their schemas (graph/schemas/ml.cc); what only the data can break (an
 // index out of range, an unknown category with zeros=0) is an error naming the node.
 #include "graph/schemas/ml.h"
@@ -93,12 +93,13 @@ std::unique_ptr<Kernel> make_feature_vectorizer(KernelInit& init, std::string*) 
                                                    init.outputs[0].shape[0]);
 }
 
-// Y[..., k] = 1 where X (truncated to an integer) is category k. With zeros=0 a value
-// that is no category is an error, as the spec asks.
+// Y[..., k] = 1 where X (truncated to an integer, or a string) is category k. With
+// zeros=0 a value that is no category is an error, as the spec asks.
 template <class T>
 class OneHotEncoderKernel final : public Kernel {
  public:
-  OneHotEncoderKernel(std::string label, const std::vector<int64_t>& cats, bool zeros)
+  using Key = std::conditional_t<std::is_same_v<T, std::string>, std::string, int64_t>;
+  OneHotEncoderKernel(std::string label, const std::vector<Key>& cats, bool zeros)
       : label_(std::move(label)), count_(static_cast<int64_t>(cats.size())), zeros_(zeros) {
     for (size_t k = 0; k < cats.size(); ++k) index_[cats[k]] = static_cast<int64_t>(k);  // the last repeat wins
   }
@@ -110,29 +111,35 @@ class OneHotEncoderKernel final : public Kernel {
     for (int64_t i = 0; i < n; ++i) {
       const auto it = index_.find(category(x[i]));
       if (it != index_.end()) y[i * count_ + it->second] = 1.0f;
-      else if (!zeros_)
-        throw Error(label_ + ": input value " + std::to_string(static_cast<double>(x[i])) +
-                    " is not one of cats_int64s (and zeros is 0)");
+      else if (!zeros_) throw Error(label_ + ": input value " + describe(x[i]) + " is not one of the categories (and zeros is 0)");
     }
   }
 
  private:
-  static int64_t category(T v) {
+  static Key category(const T& v) {
     if constexpr (std::is_floating_point_v<T>) return float_to_integer<int64_t>(v);
+    else if constexpr (std::is_same_v<T, std::string>) return v;
     else return static_cast<int64_t>(v);
   }
+  static std::string describe(const T& v) {
+    if constexpr (std::is_same_v<T, std::string>) return "'" + v + "'";
+    else return std::to_string(static_cast<double>(v));
+  }
   std::string label_;
-  std::unordered_map<int64_t, int64_t> index_;
+  std::unordered_map<Key, int64_t> index_;
   int64_t count_;
   bool zeros_;
 };
 
 std::unique_ptr<Kernel> make_one_hot_encoder(KernelInit& init, std::string* why_not) {
   const auto& a = init.node.attributes;
+  const bool zeros = a.get_int_or("zeros", 1) != 0;
+  if (init.inputs[0].dtype == DType::String)
+    return std::make_unique<OneHotEncoderKernel<std::string>>(init.node.label(), a.get_strings_or("cats_strings", {}), zeros);
   std::unique_ptr<Kernel> kernel;
   dispatch(MlTypes{}, init.inputs[0].dtype, [&](auto tag) {
     kernel = std::make_unique<OneHotEncoderKernel<typename decltype(tag)::type>>(
-        init.node.label(), a.get_ints_or("cats_int64s", {}), a.get_int_or("zeros", 1) != 0);
+        init.node.label(), a.get_ints_or("cats_int64s", {}), zeros);
   });
   if (!kernel) *why_not = unsupported_dtype(init, init.inputs[0].dtype);
   return kernel;

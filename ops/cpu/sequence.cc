@@ -38,9 +38,11 @@ void check_element(const ValueOpContext& ctx, DType want, const Tensor& t) {
     ctx.fail(std::string("a sequence of ") + dtype_name(want) + " cannot hold a " + dtype_name(t.dtype()) + " tensor");
 }
 
-// Elements of whole bytes: the byte-copying ops below cannot split 4-bit ones.
+// Elements of whole bytes: the byte-copying ops below cannot split 4-bit ones, nor copy
+// strings (std::string objects, not bytes).
 size_t element_bytes(const ValueOpContext& ctx, DType dtype) {
-  if (dtype_bits(dtype) % 8 != 0) ctx.fail(std::string(dtype_name(dtype)) + " elements are not supported here");
+  if (dtype == DType::String || dtype_bits(dtype) % 8 != 0)
+    ctx.fail(std::string(dtype_name(dtype)) + " elements are not supported here");
   return static_cast<size_t>(dtype_bits(dtype) / 8);
 }
 

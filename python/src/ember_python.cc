@@ -119,10 +119,44 @@ Enum parse_choice(const char* what, const std::string& value, const std::pair<co
   throw ember::Error(std::string(what) + " '" + value + "' is not valid: expected " + names);
 }
 
+// A string input (a numpy str array, an object array of str, a list of str) as an
+// ember string tensor: a copy, each element as UTF-8.
+ember::Tensor to_string_tensor(const std::string& name, nb::handle value) {
+  nb::object array = nb::module_::import_("numpy").attr("asarray")(value);
+  const std::string kind = nb::cast<std::string>(array.attr("dtype").attr("kind"));
+  if (kind != "U" && kind != "O")
+    throw ember::Error("input '" + name + "' is a string tensor: pass str values (a numpy str array), not numpy dtype " +
+                       nb::cast<std::string>(array.attr("dtype").attr("str")));
+  ember::Shape shape;
+  for (nb::handle d : array.attr("shape")) shape.push_back(nb::cast<int64_t>(d));
+  ember::Tensor t(ember::DType::String, shape);
+  int64_t i = 0;
+  for (nb::handle element : array.attr("ravel")().attr("tolist")()) {
+    if (!nb::isinstance<nb::str>(element))
+      throw ember::Error("input '" + name + "' is a string tensor, but element " + std::to_string(i) + " is a " +
+                         nb::type_name(element.type()).c_str() + ", not a str");
+    t.data_as<std::string>()[i++] = nb::cast<std::string>(element);
+  }
+  return t;
+}
+
+// A string output as a numpy str array (text that is not UTF-8 decodes with U+FFFD).
+nb::object to_numpy_strings(const ember::Tensor& t) {
+  nb::list items;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const std::string& s = t.data_as<std::string>()[i];
+    items.append(nb::steal(PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "replace")));
+  }
+  nb::list shape;
+  for (int64_t d : t.shape()) shape.append(d);
+  return nb::module_::import_("numpy").attr("array")(items, "dtype"_a = nb::str("str")).attr("reshape")(nb::tuple(shape));
+}
+
 // An input value as an ember tensor viewing its memory. `keep` holds what the view
-// reads until the run is over.
+// reads until the run is over. String inputs are copied (to_string_tensor).
 ember::Tensor to_tensor(const std::string& name, nb::handle value, const ember::ValueDesc* declared,
                         std::vector<nb::ndarray<nb::ro>>& keep) {
+  if (declared && declared->dtype == ember::DType::String) return to_string_tensor(name, value);
   nb::ndarray<nb::ro> array;
   if (!nb::try_cast(value, array, /*convert=*/false)) {
     // Not an array (a list, a scalar): one numpy conversion to the declared dtype.
@@ -175,6 +209,7 @@ ember::Tensor to_tensor(const std::string& name, nb::handle value, const ember::
 // An output as a numpy array over the tensor's memory; the array owns a copy of the
 // Tensor handle (which shares the memory, not the elements).
 nb::object to_numpy(const std::string& name, const ember::Tensor& t) {
+  if (t.dtype() == ember::DType::String) return to_numpy_strings(t);
   const std::optional<nb::dlpack::dtype> dtype = to_dlpack(t.dtype());
   if (!dtype)
     throw ember::Error("output '" + name + "' is " + ember::dtype_name(t.dtype()) +
@@ -193,6 +228,56 @@ std::string_view inner_type(std::string_view type) {
   return type.substr(open + 1, type.size() - open - 2);
 }
 
+// A map input from a dict: keys int or str (as the model declares), values of the
+// declared dtype (float, int or str).
+ember::Value to_map(const std::string& name, nb::handle value, const ember::ValueDesc* declared) {
+  if (!nb::isinstance<nb::dict>(value))
+    throw ember::Error("input '" + name + "' is a map: pass a dict, not " + nb::type_name(value.type()).c_str());
+  const bool int_keys = declared && declared->type.find("map(int64") != std::string::npos;
+  const ember::DType dtype = declared ? declared->dtype : ember::DType::Float32;
+  nb::dict d = nb::borrow<nb::dict>(value);
+  const auto n = static_cast<int64_t>(d.size());
+  ember::Tensor keys(int_keys ? ember::DType::Int64 : ember::DType::String, {n}), values(dtype, {n});
+  int64_t i = 0;
+  try {
+    for (auto [k, v] : d) {
+      if (int_keys) keys.data_as<int64_t>()[i] = nb::cast<int64_t>(k);
+      else keys.data_as<std::string>()[i] = nb::cast<std::string>(k);
+      switch (dtype) {
+        case ember::DType::Float32: values.data_as<float>()[i] = nb::cast<float>(v); break;
+        case ember::DType::Float64: values.data_as<double>()[i] = nb::cast<double>(v); break;
+        case ember::DType::Int64: values.data_as<int64_t>()[i] = nb::cast<int64_t>(v); break;
+        case ember::DType::String: values.data_as<std::string>()[i] = nb::cast<std::string>(v); break;
+        default: throw ember::Error(std::string("maps of ") + ember::dtype_name(dtype) + " values are not supported");
+      }
+      ++i;
+    }
+  } catch (const nb::cast_error&) {
+    throw ember::Error("input '" + name + "' is a " + declared->type + ": entry " + std::to_string(i) +
+                       " has a key or value of another type");
+  }
+  return ember::Value::map(std::move(keys), std::move(values));
+}
+
+// A map output as a dict.
+nb::dict from_map(const ember::Value& v) {
+  nb::dict d;
+  const ember::Tensor& keys = v.map_keys();
+  const ember::Tensor& values = v.map_values();
+  for (int64_t i = 0; i < keys.numel(); ++i) {
+    nb::object key = keys.dtype() == ember::DType::String ? nb::object(nb::str(keys.data_as<std::string>()[i].c_str()))
+                                                          : nb::object(nb::int_(keys.data_as<int64_t>()[i]));
+    switch (values.dtype()) {
+      case ember::DType::Float32: d[key] = nb::float_(values.data_as<float>()[i]); break;
+      case ember::DType::Float64: d[key] = nb::float_(values.data_as<double>()[i]); break;
+      case ember::DType::Int64: d[key] = nb::int_(values.data_as<int64_t>()[i]); break;
+      case ember::DType::String: d[key] = nb::str(values.data_as<std::string>()[i].c_str()); break;
+      default: throw ember::Error(std::string("maps of ") + ember::dtype_name(values.dtype()) + " values are not supported");
+    }
+  }
+  return d;
+}
+
 // A sequence or optional input as Python gives it: a list or tuple for a sequence,
 // None for an empty optional; the tensors in it as run() takes tensors.
 ember::Value to_value(const std::string& name, nb::handle value, const ember::ValueDesc* declared,
@@ -201,6 +286,7 @@ ember::Value to_value(const std::string& name, nb::handle value, const ember::Va
     if (value.is_none()) return ember::Value();
     type = inner_type(type);
   }
+  if (type.starts_with("map(")) return to_map(name, value, declared);
   if (!type.starts_with("seq(")) return ember::Value(to_tensor(name, value, declared, keep));
   if (!nb::isinstance<nb::list>(value) && !nb::isinstance<nb::tuple>(value))
     throw ember::Error("input '" + name + "' is a " + std::string(type) + ": pass a list of arrays, not " +
@@ -214,6 +300,7 @@ ember::Value to_value(const std::string& name, nb::handle value, const ember::Va
 nb::object from_value(const std::string& name, const ember::Value& v) {
   if (v.is_none()) return nb::none();
   if (v.is_tensor()) return to_numpy(name, v.tensor());
+  if (v.is_map()) return from_map(v);
   nb::list elements;
   for (const ember::Value& e : v.elements()) elements.append(from_value(name, e));
   return elements;

@@ -18,7 +18,6 @@ namespace {
 
 struct ModelFacts {
   std::vector<std::string> ops;  // distinct op types in graph order
-  bool has_string_tensor = false;
   std::string non_tensor_io;  // "sequence", "optional" or "map" when an input or output is one
   bool seeded = true;  // every node of a random op has a `seed` attribute
 };
@@ -27,17 +26,10 @@ struct ModelFacts {
 // of scope).
 bool draws_random_values(const std::string& op) { return op == "Bernoulli" || op == "RandomUniformLike"; }
 
-bool is_string_type(const onnx::TypeProto& type) {
-  if (type.has_tensor_type()) return type.tensor_type().elem_type() == onnx::TensorProto::STRING;
-  if (type.has_sequence_type()) return is_string_type(type.sequence_type().elem_type());
-  if (type.has_optional_type()) return is_string_type(type.optional_type().elem_type());
-  return false;
-}
-
 ModelFacts read_model_facts(const fs::path& model_path) {
   onnx::ModelProto model;
   std::ifstream in(model_path, std::ios::binary);
-  if (!in || !model.ParseFromIstream(&in)) return {{"?"}, false, ""};
+  if (!in || !model.ParseFromIstream(&in)) return {{"?"}, ""};
   ModelFacts facts;
   for (const auto& node : model.graph().node()) {
     if (std::find(facts.ops.begin(), facts.ops.end(), node.op_type()) == facts.ops.end())
@@ -48,7 +40,6 @@ ModelFacts read_model_facts(const fs::path& model_path) {
   }
   for (const auto* list : {&model.graph().input(), &model.graph().output()})
     for (const auto& v : *list) {
-      facts.has_string_tensor |= is_string_type(v.type());
       if (v.type().has_sequence_type()) facts.non_tensor_io = "sequence";
       if (v.type().has_optional_type()) facts.non_tensor_io = "optional";
       if (v.type().has_map_type()) facts.non_tensor_io = "map";
@@ -59,25 +50,22 @@ ModelFacts read_model_facts(const fs::path& model_path) {
 // The categories ember does not aim to pass, by the op under test.
 const std::map<std::string, std::string>& out_of_scope_ops() {
   static const std::map<std::string, std::string> ops = {
-      {"StringNormalizer", "string ops"}, {"StringSplit", "string ops"},
-      {"StringConcat", "string ops"},     {"RegexFullMatch", "string ops"},
-      {"TfIdfVectorizer", "string ops"},  {"Adagrad", "training op"},
-      {"Adam", "training op"},            {"Momentum", "training op"},
-      {"Gradient", "training op"},        {"RandomNormal", "random op"},
-      {"RandomNormalLike", "random op"},  {"RandomUniform", "random op"},
-      {"RandomUniformLike", "random op"}, {"Multinomial", "random op"},
+      {"Adagrad", "training op"},        {"Adam", "training op"},
+      {"Momentum", "training op"},       {"Gradient", "training op"},
+      {"RandomNormal", "random op"},     {"RandomNormalLike", "random op"},
+      {"RandomUniform", "random op"},    {"RandomUniformLike", "random op"},
+      {"Multinomial", "random op"},
   };
   return ops;
 }
 
 // A model is out of scope when any of its ops is (the simple set's Gradient models
 // also hold an Add).
-std::string scope_of(const std::string& name, const std::vector<std::string>& ops, bool has_string_tensor) {
+std::string scope_of(const std::string& name, const std::vector<std::string>& ops) {
   for (const auto& op : ops)
     if (auto it = out_of_scope_ops().find(op); it != out_of_scope_ops().end()) return it->second;
   if (name.find("training_mode") != std::string::npos) return "training mode";
   if (name.starts_with("test_training_dropout")) return "training mode";
-  if (has_string_tensor) return "string tensors";
   return "";
 }
 
@@ -117,7 +105,7 @@ std::vector<Case> discover_cases(const std::string& data_dir, const std::string&
     auto base = facts.find(unexpanded_name(name));
     const ModelFacts& tested = base != facts.end() ? base->second : own;
     Case c{set, name, d.string(), join(tested.ops, "+"), "", own.non_tensor_io};
-    c.out_of_scope = scope_of(name, tested.ops, own.has_string_tensor || tested.has_string_tensor);
+    c.out_of_scope = scope_of(name, tested.ops);
     c.random_draws = std::any_of(tested.ops.begin(), tested.ops.end(), draws_random_values);
     c.seeded = own.seeded;
     cases.push_back(std::move(c));

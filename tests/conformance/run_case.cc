@@ -82,6 +82,16 @@ std::string compare_bits(const Tensor& actual, const Tensor& expected) {
 
 // The first line of an error, without the case's directory: errors name the model
 // or data file, and the case id already says which case it is.
+// String tensors hold std::string objects, not bytes: compared element by element, exactly.
+std::string compare_strings(const Tensor& actual, const Tensor& expected) {
+  const auto* a = actual.data_as<std::string>();
+  const auto* e = expected.data_as<std::string>();
+  for (int64_t i = 0; i < expected.numel(); ++i)
+    if (a[i] != e[i])
+      return "string " + std::to_string(i) + " is '" + a[i] + "', expected '" + e[i] + "' (exact match required)";
+  return "";
+}
+
 std::string first_line(const std::string& text, const std::string& case_dir) {
   std::string line = text.substr(0, text.find('\n'));
   for (const std::string& strip : {case_dir + "/model.onnx: ", case_dir + "/"})
@@ -260,6 +270,7 @@ std::string compare_tensors(const Tensor& actual, const Tensor& expected, Tolera
     return std::string("dtype ") + dtype_name(actual.dtype()) + ", expected " + dtype_name(expected.dtype());
   if (actual.shape() != expected.shape())
     return "shape " + shape_to_string(actual.shape()) + ", expected " + shape_to_string(expected.shape());
+  if (expected.dtype() == DType::String) return compare_strings(actual, expected);
   return is_float(expected.dtype()) ? compare_floats(actual, expected, tol) : compare_bits(actual, expected);
 }
 

@@ -59,6 +59,8 @@ def save_value(path, value):
         for i, v in enumerate(value):
             save_value(os.path.join(path, str(i)), v)
         return path
+    if value.dtype == object:  # strings: onnx reads them as objects, infer takes numpy str arrays
+        value = value.astype(str)
     np.save(path + ".npy", value)
     return path + ".npy"
 
@@ -70,7 +72,7 @@ def load_output(path, expected):
         return None if not os.path.exists(path + ".npy") else np.load(path + ".npy")
     got = np.load(path + ".npy")
     if got.dtype.kind == "V" or (got.dtype != expected.dtype and got.dtype.itemsize == expected.dtype.itemsize
-                                 and expected.dtype.kind not in "biufcM"):
+                                 and expected.dtype.kind not in "biufcMO"):
         got = got.view(expected.dtype)  # raw bytes: as np.save wrote ml_dtypes arrays
     return got
 
@@ -84,6 +86,10 @@ def differs(got, want):
         return "" if got is None and want is None else "optional presence"
     if got.shape != want.shape:
         return f"shape {got.shape}, expected {want.shape}"
+    if want.dtype == object:  # strings, which infer writes as a numpy str array
+        if got.dtype.kind != "U":
+            return f"dtype {got.dtype}, expected strings"
+        return "" if np.array_equal(got, want.astype(str)) else "strings differ"
     if got.dtype != want.dtype:
         return f"dtype {got.dtype}, expected {want.dtype}"
     if want.dtype.kind in "fc" or want.dtype.name.startswith(("float8", "bfloat16", "float4")):

@@ -100,17 +100,29 @@ TEST(LoadModel, ConstantNodesBecomeInitializers) {
   EXPECT_EQ(bytes_of(ints), bytes_of(std::vector<int64_t>{7, -8, 9}));
 }
 
-TEST(LoadModel, StringConstantsAreRefusedNamingTheNode) {
+TEST(LoadModel, StringConstantsBecomeStringInitializers) {
   onnx::ModelProto m = new_model();
   auto& g = *m.mutable_graph();
   add_output(g, "c");
+  add_output(g, "one");
   auto* a = add_node(g, "Constant", {}, {"c"}, "labels")->add_attribute();
   a->set_name("value_strings");
   a->set_type(onnx::AttributeProto::STRINGS);
   a->add_strings("cat");
-  std::string msg = error_of([&] { load(m); });
-  EXPECT_NE(msg.find("test.onnx: Constant 'labels'"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("string constants"), std::string::npos) << msg;
+  a->add_strings("");
+  auto* b = add_node(g, "Constant", {}, {"one"}, "label")->add_attribute();
+  b->set_name("value_string");
+  b->set_type(onnx::AttributeProto::STRING);
+  b->set_s("dog");
+  const Graph graph = load(m);
+  const Tensor& c = graph.initializers.at("c");
+  ASSERT_EQ(c.dtype(), DType::String);
+  EXPECT_EQ(c.shape(), (Shape{2}));
+  EXPECT_EQ(c.data_as<std::string>()[0], "cat");
+  EXPECT_EQ(c.data_as<std::string>()[1], "");
+  const Tensor& one = graph.initializers.at("one");
+  EXPECT_EQ(one.rank(), 0);
+  EXPECT_EQ(*one.data_as<std::string>(), "dog");
 }
 
 TEST(LoadModel, AttributesOfEveryKindAreConverted) {

@@ -5,6 +5,8 @@
 #include <ember/core/npy.h>
 
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <random>
 
 namespace ember::test {
@@ -143,8 +145,10 @@ TEST(Npy, MalformedFilesNameTheFileAndTheProblem) {
   EXPECT_TRUE(contains(error_of([&] { read_npy(dir / "short_header.npy"); }), "truncated .npy header"));
 
   const std::pair<const char*, const char*> bad_dtypes[] = {
-      {"{'descr': '|O', 'fortran_order': False, 'shape': (1,), }", "'|O' is not supported"},
-      {"{'descr': '<U5', 'fortran_order': False, 'shape': (1,), }", "'<U5' is not supported"},
+      {"{'descr': '|O', 'fortran_order': False, 'shape': (1,), }", "'O' (Python objects, pickled) cannot be read"},
+      {"{'descr': '<U5', 'fortran_order': False, 'shape': (1,), }", "truncated .npy data: 16 bytes for 1 strings"},
+      {"{'descr': '<U0', 'fortran_order': False, 'shape': (99999999999,), }", "'<U0' is not supported"},
+      {"{'descr': '<U5', 'fortran_order': True, 'shape': (1,), }", "must be in C order"},
       {"{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,), }", "structured"},
       {"{'descr': '<f4', 'fortran_order': False, 'shape': (-1,), }", "non-integer dimension"},
       {"{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999, 99999999999), }", "too many elements"},
@@ -159,6 +163,36 @@ TEST(Npy, MalformedFilesNameTheFileAndTheProblem) {
     EXPECT_TRUE(contains(msg, expected)) << msg;
   }
   EXPECT_TRUE(contains(error_of([&] { read_npy(dir / "none.npy"); }), "no such file"));
+}
+
+// numpy's str arrays: UTF-32 code points, NUL-padded to the widest element.
+TEST(Npy, StrArraysRoundTripAsUtf8AndReadLikeNumpyWritesThem) {
+  TempDir dir;
+  Tensor t(DType::String, {2, 2});
+  const std::string values[] = {"", "abc", "été 的", "😀x"};
+  for (int i = 0; i < 4; ++i) t.data_as<std::string>()[i] = values[i];
+  write_npy(dir / "s.npy", t);
+  const Tensor back = read_npy(dir / "s.npy");
+  ASSERT_EQ(back.dtype(), DType::String);
+  EXPECT_EQ(back.shape(), (Shape{2, 2}));
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(back.data_as<std::string>()[i], values[i]);
+  std::ifstream in(dir / "s.npy", std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_TRUE(contains(bytes, "'descr': '<U5'"));  // "été 的": 5 code points
+
+  // As numpy writes np.array(['hé', 'x'], dtype='>U2'): big-endian UTF-32.
+  const std::string be = std::string("\0\0\0h\0\0\0\xe9", 8) + std::string("\0\0\0x\0\0\0\0", 8);
+  write_file(dir / "be.npy", npy_bytes("{'descr': '>U2', 'fortran_order': False, 'shape': (2,), }", be));
+  const Tensor read = read_npy(dir / "be.npy");
+  EXPECT_EQ(read.data_as<std::string>()[0], "h\xc3\xa9");
+  EXPECT_EQ(read.data_as<std::string>()[1], "x");
+
+  const std::string surrogate("\x00\xd8\x00\x00", 4);  // U+D800: no Unicode scalar value
+  write_file(dir / "bad.npy", npy_bytes("{'descr': '<U1', 'fortran_order': False, 'shape': (1,), }", surrogate));
+  EXPECT_TRUE(contains(error_of([&] { read_npy(dir / "bad.npy"); }), "not a Unicode scalar value"));
+  Tensor latin1(DType::String, {1});
+  latin1.data_as<std::string>()[0] = "caf\xe9";
+  EXPECT_TRUE(contains(error_of([&] { write_npy(dir / "l.npy", latin1); }), "not UTF-8"));
 }
 
 TEST(Npy, AFolderThatDoesNotExistIsAClearErrorWhenWriting) {

@@ -153,15 +153,26 @@ TEST(TensorProto, ValuesInTheWrongFieldAreAnError) {
   EXPECT_NE(msg.find("stores its values in int64_data"), std::string::npos) << msg;
 }
 
-TEST(TensorProto, StringTensorsAreRefusedByName) {
+TEST(TensorProto, StringTensorsComeFromStringData) {
   TP t;
   t.set_name("labels");
   t.set_data_type(TP::STRING);
-  t.add_dims(1);
-  t.add_string_data("cat");
+  t.add_dims(3);
+  for (const char* s : {"cat", "", "的"}) t.add_string_data(s);
+  const Tensor labels = tensor_from_proto(t, "");
+  ASSERT_EQ(labels.dtype(), DType::String);
+  EXPECT_EQ(labels.data_as<std::string>()[0], "cat");
+  EXPECT_EQ(labels.data_as<std::string>()[1], "");
+  EXPECT_EQ(labels.data_as<std::string>()[2], "的");
+
+  t.add_dims(2);  // [3, 2]: 6 strings expected
   std::string msg = error_of([&] { tensor_from_proto(t, ""); });
-  EXPECT_NE(msg.find("'labels'"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("string tensors are not supported"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("'labels' has 3 values in string_data, expected 6"), std::string::npos) << msg;
+  t.clear_dims();
+  t.add_dims(3);
+  t.set_raw_data("abc");
+  msg = error_of([&] { tensor_from_proto(t, ""); });
+  EXPECT_NE(msg.find("expected string_data"), std::string::npos) << msg;
 }
 
 TEST(TensorProto, HostileDimsAreRefusedBeforeAllocating) {

@@ -23,6 +23,7 @@ Integer and bool outputs must be equal. Shapes and dtypes must be equal.
 """
 import argparse
 import importlib
+import json
 import os
 import shutil
 import subprocess
@@ -103,7 +104,11 @@ def scale_error(actual, expected):
 def compare(name, actual, expected, tolerance=TOLERANCE):
     """Returns (error, problem): the error when it could be measured, and a line saying
     what is wrong, or None when the output matches."""
-    if actual.dtype != expected.dtype:
+    if expected.dtype.kind in "OU":  # strings: ONNX Runtime gives object arrays, infer writes str ones
+        if actual.dtype.kind != "U":
+            return None, f"{name}: dtype {actual.dtype}, expected strings"
+        expected = expected.astype(str)
+    elif actual.dtype != expected.dtype:
         return None, f"{name}: dtype {actual.dtype}, expected {expected.dtype}"
     if actual.shape != expected.shape:
         return None, f"{name}: shape {list(actual.shape)}, expected {list(expected.shape)}"
@@ -114,6 +119,20 @@ def compare(name, actual, expected, tolerance=TOLERANCE):
     if mismatches:
         return None, f"{name}: {mismatches} of {expected.size} elements differ"
     return 0.0, None
+
+
+def compare_maps(name, actual, expected, tolerance=TOLERANCE):
+    """compare() for a sequence of maps (ZipMap's output): `actual` as infer writes it
+    in JSON (keys as text), `expected` as ONNX Runtime returns it (a list of dicts).
+    The error is the largest absolute difference of a value."""
+    if len(actual) != len(expected):
+        return None, f"{name}: {len(actual)} maps, expected {len(expected)}"
+    err = 0.0
+    for i, (a, e) in enumerate(zip(actual, expected)):
+        if sorted(a) != sorted(str(k) for k in e):
+            return None, f"{name}: map {i} has keys {sorted(a)}, expected {sorted(e)}"
+        err = max([err] + [abs(a[str(k)] - v) for k, v in e.items()])
+    return err, None if err <= tolerance else f"{name}: error {err:.3g} > {tolerance:g}"
 
 
 def ort_session(path):
@@ -161,11 +180,16 @@ def check_case(infer, session, model_path, label, inputs, case_dir, tolerance):
     else:
         for name in names:
             path = os.path.join(out_dir, f"{escape_name(name)}.npy")
-            if not os.path.exists(path):
+            json_path = os.path.join(out_dir, f"{escape_name(name)}.json")  # maps
+            if os.path.exists(json_path):
+                with open(json_path) as f:
+                    err, problem = compare_maps(name, json.load(f), expected[name], tolerance)
+            elif not os.path.exists(path):
                 problems.append(f"{name}: {path} not written (found: "
                                 f"{', '.join(sorted(os.listdir(out_dir))) or 'nothing'})")
                 continue
-            err, problem = compare(name, np.load(path), expected[name], tolerance)
+            else:
+                err, problem = compare(name, np.load(path), expected[name], tolerance)
             if err is not None:
                 errors.append(f"{name} {err:.2e}")
             if problem:

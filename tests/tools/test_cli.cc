@@ -503,3 +503,98 @@ TEST_F(Cli, ABfloat16InputSavedByNumpyIsReadAsTheModelDeclaresIt) {
   const float want[4] = {1.0f, -2.0f, 3.140625f, 0.0f};
   for (int i = 0; i < 4; ++i) EXPECT_EQ(y.data_as<float>()[i], want[i]);
 }
+
+namespace {
+
+// words [n] string -> StringConcat(words, words) "twice"; scores [n, 2] float -> ZipMap
+// over labels 3 and 8 "maps"; features map<string, float> -> DictVectorizer "vector".
+void make_strings_and_maps_model(onnx::ModelProto& m) {
+  auto* ml = m.add_opset_import();
+  ml->set_domain("ai.onnx.ml");
+  ml->set_version(1);
+  m.mutable_opset_import(0)->set_version(20);
+  auto* g = m.mutable_graph();
+  g->clear_node();
+  g->clear_input();
+  g->clear_output();
+  const auto tensor_value = [](onnx::ValueInfoProto* v, const char* name, int elem_type) {
+    v->set_name(name);
+    v->mutable_type()->mutable_tensor_type()->set_elem_type(elem_type);
+  };
+  tensor_value(g->add_input(), "words", onnx::TensorProto::STRING);
+  tensor_value(g->add_input(), "scores", onnx::TensorProto::FLOAT);
+  auto* features = g->add_input();
+  features->set_name("features");
+  auto* map = features->mutable_type()->mutable_map_type();
+  map->set_key_type(onnx::TensorProto::STRING);
+  map->mutable_value_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  tensor_value(g->add_output(), "twice", onnx::TensorProto::STRING);
+  auto* maps = g->add_output();
+  maps->set_name("maps");
+  auto* seq_map = maps->mutable_type()->mutable_sequence_type()->mutable_elem_type()->mutable_map_type();
+  seq_map->set_key_type(onnx::TensorProto::INT64);
+  seq_map->mutable_value_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  tensor_value(g->add_output(), "vector", onnx::TensorProto::FLOAT);
+  auto* concat = g->add_node();
+  concat->set_op_type("StringConcat");
+  concat->add_input("words");
+  concat->add_input("words");
+  concat->add_output("twice");
+  auto* zip = g->add_node();
+  zip->set_op_type("ZipMap");
+  zip->set_domain("ai.onnx.ml");
+  zip->add_input("scores");
+  zip->add_output("maps");
+  auto* labels = zip->add_attribute();
+  labels->set_name("classlabels_int64s");
+  labels->set_type(onnx::AttributeProto::INTS);
+  labels->add_ints(3);
+  labels->add_ints(8);
+  auto* dv = g->add_node();
+  dv->set_op_type("DictVectorizer");
+  dv->set_domain("ai.onnx.ml");
+  dv->add_input("features");
+  dv->add_output("vector");
+  auto* vocabulary = dv->add_attribute();
+  vocabulary->set_name("string_vocabulary");
+  vocabulary->set_type(onnx::AttributeProto::STRINGS);
+  for (const char* w : {"b", "a", "c"}) vocabulary->add_strings(w);
+}
+
+}  // namespace
+
+TEST_F(Cli, StringsAreStrNpyFilesAndMapsAreJsonInAndOut) {
+  const auto model = write_model("maps.onnx", make_strings_and_maps_model);
+  ember::Tensor words(ember::DType::String, {2});
+  words.data_as<std::string>()[0] = "été";
+  words.data_as<std::string>()[1] = "";
+  ember::write_npy((dir_ / "words.npy").string(), words);
+  ember::Tensor scores(ember::DType::Float32, {2, 2});
+  for (int i = 0; i < 4; ++i) scores.data_as<float>()[i] = 0.25f * static_cast<float>(i);
+  ember::write_npy((dir_ / "scores.npy").string(), scores);
+  std::ofstream(dir_ / "features.json") << R"({"a": 1.5, "c": -2, "zz": 9})";
+  const std::string args = model + " words=" + (dir_ / "words.npy").string() + " scores=" +
+                           (dir_ / "scores.npy").string() + " features=" + (dir_ / "features.json").string();
+  const Result r = infer(args + " -o " + (dir_ / "outs").string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("twice: string [2]  first [\"étéété\", \"\"]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(R"(maps: sequence of 2 float32 values  [{"3":0.0,"8":0.25},{"3":0.5,"8":0.75}])"),
+            std::string::npos) << r.out;
+  const ember::Tensor twice = ember::read_npy((dir_ / "outs" / "twice.npy").string());
+  EXPECT_EQ(twice.data_as<std::string>()[0], "étéété");
+  EXPECT_EQ(slurp(dir_ / "outs" / "maps.json"), "[{\"3\":0.0,\"8\":0.25},{\"3\":0.5,\"8\":0.75}]\n");
+  const ember::Tensor vector = ember::read_npy((dir_ / "outs" / "vector.npy").string());
+  ASSERT_EQ(vector.shape(), (ember::Shape{1, 3}));
+  EXPECT_EQ(vector.data_as<float>()[0], 0.0f);
+  EXPECT_EQ(vector.data_as<float>()[1], 1.5f);
+  EXPECT_EQ(vector.data_as<float>()[2], -2.0f);
+
+  // A map entry of the wrong type, and numbers where strings are declared.
+  std::ofstream(dir_ / "bad.json") << R"({"a": "text"})";
+  expect_one_line_error(infer(model + " words=" + (dir_ / "words.npy").string() + " scores=" + (dir_ / "scores.npy").string() +
+                              " features=" + (dir_ / "bad.json").string()),
+                        "entry 'a': expected a float32 value, got string");
+  expect_one_line_error(infer(model + " words=" + (dir_ / "scores.npy").string() + " scores=" + (dir_ / "scores.npy").string() +
+                              " features=" + (dir_ / "features.json").string()),
+                        "input 'words' must be string, got float32");
+}

@@ -539,7 +539,7 @@ TEST(TreeEnsembleClassifier, StringLabelsAreRejectedClearly) {
   }
   set_strings(node, "classlabels_strings", {"cat", "dog"});
   const Tensor x = test::random_floats({3, 2}, 1);
-  expect_error(node, x, "string class labels (classlabels_strings) are not supported yet");
+  expect_error(node, x, "classlabels_strings is set: the session gives the labels' positions instead");
 }
 
 TEST(TreeEnsemble, BadAttributesAreClearErrors) {

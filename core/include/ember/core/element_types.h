@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -27,6 +28,7 @@ template <class T> constexpr DType dtype_of() {
   else if constexpr (std::is_same_v<T, uint32_t>) return DType::UInt32;
   else if constexpr (std::is_same_v<T, uint64_t>) return DType::UInt64;
   else if constexpr (std::is_same_v<T, bool>) return DType::Bool;
+  else if constexpr (std::is_same_v<T, std::string>) return DType::String;  // kernels on strings only
   else static_assert(sizeof(T) == 0, "no DType for this type");
 }
 

@@ -23,10 +23,17 @@ struct Device {
 // A tensor either owns its memory (shared between copies of the Tensor object) or
 // borrows memory someone else keeps alive (Tensor::view). Copying a Tensor never
 // copies the elements; use clone() for that.
+//
+// A DType::String tensor holds std::string objects (data_as<std::string>()), one per
+// element, on the host: the owning constructor constructs them (empty) and its storage
+// destroys them, clone() copies them one by one. Its nbytes() is 0, so code that moves
+// raw bytes moves none of them: a string tensor never lives in an arena or on a
+// device (the planner sends every node that reads or makes one to the eager tail, on
+// the host), and a view of one must point at another string tensor's elements.
 class Tensor {
  public:
   Tensor() = default;
-  // Owning host tensor, zero-filled.
+  // Owning host tensor, zero-filled (empty strings for DType::String).
   Tensor(DType dtype, Shape shape);
   // Borrowed memory; the caller keeps `data` alive as long as the view is used.
   static Tensor view(DType dtype, Shape shape, void* data, Device device = {});
