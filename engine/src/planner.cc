@@ -163,7 +163,7 @@ void PlanBuilder::add_node(const Node& node) {
   const int64_t opset = graph_.opset(node.domain);
   if (!plan_->eager.empty()) return add_eager(node, opset);
   if (touches_values(node, eager_values_)) {
-    plan_->notes.push_back(node.label() + " and the nodes after it run eagerly: it reads or makes a sequence, an optional, a map or strings");
+    plan_->notes.push_back(node.label() + " and the nodes after it run eagerly: it reads or makes a sequence, an optional or a map");
     return add_eager(node, opset);
   }
   if (node.domain.empty() && node.op_type == "If" && plan_if(node, opset)) return;
