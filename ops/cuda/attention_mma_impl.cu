@@ -6,7 +6,9 @@
 // block walks the keys in tiles of 64; per tile:
 //   1. K goes to shared memory as [key][feature] and V as V^T [feature][key] (float16,
 //      zeros past the last key and the head dim), each row padded by 8 values so the
-//      fragment reads of a warp hit 32 different banks;
+//      fragment reads of a warp hit 32 different banks. Where the rows allow it
+//      (TileLoader) the loads are 16 bytes wide and the next tile's are issued before
+//      this tile's products, so global latency hides behind the tensor cores;
 //   2. S = Q K^T (float32) on the tensor cores; scale and mask in float32;
 //   3. online softmax per row: the lanes of a group (4 lanes) share two rows, so a row's
 //      max is two shuffles; P = exp(S - max) is rounded to float16 and, because the
@@ -44,8 +46,68 @@ constexpr size_t shared_values() {
 
 __device__ __forceinline__ uint32_t load_pair(const __half* p) { return *reinterpret_cast<const uint32_t*>(p); }
 
+// K as [key][feature] and V as V^T [feature][key] into shared memory for the keys
+// j0 .. j0 + kKeys - 1, zeros past the last key and the head dims: any layout, one
+// value at a time.
+template <int kHeadDim>
+__device__ __forceinline__ void load_tile_scalar(const __half* k, const __half* v, const AttentionArgs& a, int64_t j0,
+                                                 __half* k_tile, __half* vt_tile) {
+  constexpr int kKStride = kHeadDim + kPad, kVStride = kKeys + kPad;
+  for (int idx = threadIdx.x; idx < kKeys * kHeadDim; idx += kThreads) {
+    const int jj = idx / kHeadDim, c = idx % kHeadDim;
+    const int64_t j = j0 + jj;
+    const bool key_in = j < a.sk;
+    k_tile[jj * kKStride + c] = key_in && c < a.d ? k[j * a.k_stride[2] + c * a.k_stride[3]] : __float2half(0.f);
+    // Zeros past the last key: their probability is 0, and 0 * garbage may be NaN.
+    vt_tile[c * kVStride + jj] = key_in && c < a.dv ? v[j * a.v_stride[2] + c * a.v_stride[3]] : __float2half(0.f);
+  }
+}
+
+// The same tile when every K and V row is contiguous, 16-byte aligned and a whole
+// number of 8-value chunks (vector_tiles() below): each thread fetches its chunks into
+// registers (so the next tile's loads overlap this tile's products), then stores them.
+// A warp's K chunks are 4 whole rows (coalesced loads, conflict-free 16-byte stores);
+// its V chunks are the same 8 features of 32 consecutive keys, so each transposed
+// 2-byte store of the warp writes 32 adjacent keys of one feature row.
+template <int kHeadDim, bool kVector>
+struct TileLoader {
+  static constexpr int kChunks = kHeadDim / 8;               // 8-value chunks per row
+  static constexpr int kLoads = kKeys * kChunks / kThreads;  // per thread, per operand
+  uint4 k_regs[kLoads], v_regs[kLoads];
+
+  __device__ __forceinline__ void fetch(const __half* k, const __half* v, const AttentionArgs& a, int64_t j0) {
+#pragma unroll
+    for (int i = 0; i < kLoads; ++i) {
+      const int idx = threadIdx.x + i * kThreads;
+      const int k_key = idx / kChunks, k_chunk = idx % kChunks;
+      const int v_key = idx % kKeys, v_chunk = idx / kKeys;
+      k_regs[i] = j0 + k_key < a.sk && 8 * k_chunk < a.d
+                      ? *reinterpret_cast<const uint4*>(k + (j0 + k_key) * a.k_stride[2] + 8 * k_chunk)
+                      : make_uint4(0, 0, 0, 0);
+      v_regs[i] = j0 + v_key < a.sk && 8 * v_chunk < a.dv
+                      ? *reinterpret_cast<const uint4*>(v + (j0 + v_key) * a.v_stride[2] + 8 * v_chunk)
+                      : make_uint4(0, 0, 0, 0);
+    }
+  }
+
+  __device__ __forceinline__ void store(__half* k_tile, __half* vt_tile) const {
+    constexpr int kKStride = kHeadDim + kPad, kVStride = kKeys + kPad;
+#pragma unroll
+    for (int i = 0; i < kLoads; ++i) {
+      const int idx = threadIdx.x + i * kThreads;
+      const int k_key = idx / kChunks, k_chunk = idx % kChunks;
+      const int v_key = idx % kKeys, v_chunk = idx / kKeys;
+      *reinterpret_cast<uint4*>(k_tile + k_key * kKStride + 8 * k_chunk) = k_regs[i];
+      const __half* values = reinterpret_cast<const __half*>(&v_regs[i]);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) vt_tile[(8 * v_chunk + e) * kVStride + v_key] = values[e];
+    }
+  }
+};
+
 // kHeadDim (64 or 128) bounds both D and Dv; the arrays indexed by it are unrolled.
-template <int kHeadDim, AttentionMask kMask>
+// kVector: K and V rows meet vector_tiles() (TileLoader).
+template <int kHeadDim, AttentionMask kMask, bool kVector>
 __global__ void __launch_bounds__(kThreads) attention_mma_kernel(const AttentionArgs a, const int64_t tiles) {
   constexpr int kChunks = kHeadDim / 16;  // 16-feature steps of Q K^T
   constexpr int kOutTiles = kHeadDim / 8;  // 8-feature tiles of O
@@ -66,6 +128,7 @@ __global__ void __launch_bounds__(kThreads) attention_mma_kernel(const Attention
   const __half* k = static_cast<const __half*>(a.k) + b * a.k_stride[0] + h * a.k_stride[1];
   const __half* v = static_cast<const __half*>(a.v) + b * a.v_stride[0] + h * a.v_stride[1];
   const int64_t mask_base = b * a.mask_stride[0] + h * a.mask_stride[1];
+  const int64_t mask_rows[2] = {mask_base + rows[0] * a.mask_stride[2], mask_base + rows[1] * a.mask_stride[2]};
 
   // Q's A fragments, zeros past the head dim and the last row.
   uint32_t q_frag[kChunks][4];
@@ -88,17 +151,19 @@ __global__ void __launch_bounds__(kThreads) attention_mma_kernel(const Attention
     for (int e = 0; e < 4; ++e) out[t][e] = 0.f;
   float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f};  // row_sum: this lane's share
 
+  TileLoader<kHeadDim, kVector> loader;
+  if constexpr (kVector) loader.fetch(k, v, a, 0);
   for (int64_t j0 = 0; j0 < a.sk; j0 += kKeys) {
     __syncthreads();  // the previous tile is no longer read
-    for (int idx = threadIdx.x; idx < kKeys * kHeadDim; idx += kThreads) {
-      const int jj = idx / kHeadDim, c = idx % kHeadDim;
-      const int64_t j = j0 + jj;
-      const bool key_in = j < a.sk;
-      k_tile[jj * kKStride + c] = key_in && c < d ? k[j * a.k_stride[2] + c * a.k_stride[3]] : __float2half(0.f);
-      // Zeros past the last key: their probability is 0, and 0 * garbage may be NaN.
-      vt_tile[c * kVStride + jj] = key_in && c < dv ? v[j * a.v_stride[2] + c * a.v_stride[3]] : __float2half(0.f);
+    if constexpr (kVector) {
+      loader.store(k_tile, vt_tile);
+      __syncthreads();
+      // The next tile's loads are in flight while this one is multiplied.
+      if (j0 + kKeys < a.sk) loader.fetch(k, v, a, j0 + kKeys);
+    } else {
+      load_tile_scalar<kHeadDim>(k, v, a, j0, k_tile, vt_tile);
+      __syncthreads();
     }
-    __syncthreads();
 
     // S = Q K^T for the warp's 16 rows and the tile's 64 keys.
     float s[kKeyTiles8][4];
@@ -127,7 +192,7 @@ __global__ void __launch_bounds__(kThreads) attention_mma_kernel(const Attention
         if (j >= a.sk) {
           x = -INFINITY;  // no key: weight 0
         } else if (kMask != AttentionMask::None && rows[r] < a.sq) {
-          const int64_t at = mask_base + rows[r] * a.mask_stride[2] + j * a.mask_stride[3];
+          const int64_t at = mask_rows[r] + j * a.mask_stride[3];
           if constexpr (kMask == AttentionMask::Additive)
             x += __half2float(static_cast<const __half*>(a.mask)[at]);
           else
@@ -204,11 +269,24 @@ __global__ void __launch_bounds__(kThreads) attention_mma_kernel(const Attention
   }
 }
 
+// Every K and V row starts 16-byte aligned, its features are contiguous, and D and Dv
+// are whole 8-value chunks: the tiles load 8 values at a time.
+bool vector_tiles(const AttentionArgs& a) {
+  const auto aligned = [](const void* p, const int64_t (&stride)[4]) {
+    return reinterpret_cast<uintptr_t>(p) % 16 == 0 && stride[3] == 1 && stride[0] % 8 == 0 && stride[1] % 8 == 0 &&
+           stride[2] % 8 == 0;
+  };
+  return a.d % 8 == 0 && a.dv % 8 == 0 && aligned(a.k, a.k_stride) && aligned(a.v, a.v_stride);
+}
+
 template <int kHeadDim, AttentionMask kMask>
 void launch(const AttentionArgs& a, cudaStream_t stream) {
   const size_t shared = shared_values<kHeadDim>() * sizeof(__half);
-  attention_mma_kernel<kHeadDim, kMask>
-      <<<static_cast<unsigned>(attention_mma_blocks(a)), kThreads, shared, stream>>>(a, row_tiles(a.sq));
+  const auto blocks = static_cast<unsigned>(attention_mma_blocks(a));
+  if (vector_tiles(a))
+    attention_mma_kernel<kHeadDim, kMask, true><<<blocks, kThreads, shared, stream>>>(a, row_tiles(a.sq));
+  else
+    attention_mma_kernel<kHeadDim, kMask, false><<<blocks, kThreads, shared, stream>>>(a, row_tiles(a.sq));
 }
 
 template <int kHeadDim>

@@ -178,6 +178,9 @@ const std::vector<Case>& cases() {
       {Pattern::Bert, 1, 12, 64, 64, 64, 64},
       {Pattern::Bert, 2, 12, 128, 128, 64, 64},
       {Pattern::Bert, 1, 2, 129, 129, 80, 80},
+      // Head dims that are not whole 8-value chunks: the tiles load one value at a time.
+      {Pattern::Bert, 1, 2, 70, 70, 20, 20},
+      {Pattern::Gpt2, 2, 2, 65, 65, 36, 44},
       {Pattern::Bert, 2, 4, 300, 300, 32, 32},
       {Pattern::Gpt2, 1, 1, 1, 1, 64, 64},
       {Pattern::Gpt2, 2, 12, 7, 7, 64, 64},
