@@ -4,6 +4,8 @@
 //   Qt     = Transpose(Q, perm)              optional: absorbed as attribute q_perm
 //   Kt     = Transpose(K, perm)              optional: absorbed as attribute k_perm
 //   Vt     = Transpose(V, perm)              optional: absorbed as attribute v_perm
+//   Qt, Kt = Mul(Qt, c), Mul(Kt, c)          optional, each: c (constant) joins scale
+//   Qt, Kt = Mul(Qt, s), Mul(Kt, s)          optional, both: input operand_scale = s
 //   S      = MatMul(Qt, Kt)
 //   S      = Div(S, c) | Mul(S, c) | Mul(c, S)   optional: scale = 1/c or c
 //   S      = Add(S, mask) | Add(mask, S)          mask_kind "additive"
@@ -156,12 +158,18 @@ class AttentionFuser {
     const Node& qk = graph_.nodes[at];
     if (!is(qk, "MatMul") || qk.inputs.size() != 2) return;
     matched.push_back(at);
-    fused.attributes.set_float("scale", scale);
 
-    // The operands' transposes disappear into the fused node when nothing else reads
-    // their outputs.
-    const std::string q = absorb_transpose(qk.inputs[0], "q_perm", fused, matched);
-    const std::string k = absorb_transpose(qk.inputs[1], "k_perm", fused, matched);
+    // Q and K may be scaled before their product, by constants (they join `scale`) or
+    // by one factor both share that is computed at run time (torch's attention export:
+    // q * sqrt(scale), Kt * sqrt(scale), the scale from the shapes), which becomes the
+    // input `operand_scale`. Then the operands' transposes disappear into the fused
+    // node when nothing else reads their outputs.
+    std::string q = absorb_constant_scale(qk.inputs[0], &scale, matched);
+    std::string k = absorb_constant_scale(qk.inputs[1], &scale, matched);
+    const std::string operand_scale = absorb_shared_scale(q, k, matched);
+    fused.attributes.set_float("scale", scale);
+    q = absorb_transpose(q, "q_perm", fused, matched);
+    k = absorb_transpose(k, "k_perm", fused, matched);
     const std::string v = absorb_transpose(out.inputs[1], "v_perm", fused, matched);
     std::string y = out.outputs[0];
     if (consumers_.single_reader(y)) {
@@ -179,8 +187,9 @@ class AttentionFuser {
     fused.name = softmax.name.empty() ? out.outputs[0] + "/attention" : softmax.name + "/attention";
     fused.op_type = "ScaledDotProductAttention";
     fused.domain = "com.ember";
-    fused.inputs = {q, k, v};
-    if (!mask.empty()) fused.inputs.push_back(mask);
+    fused.inputs = {q, k, v, mask};
+    if (!operand_scale.empty()) fused.inputs.push_back(operand_scale);
+    else if (mask.empty()) fused.inputs.pop_back();
     fused.outputs = {y};
 
     // The decomposition keeps the graph's order of the matched nodes.
@@ -188,6 +197,39 @@ class AttentionFuser {
     attach_decomposition(graph_, matched, fused);
     for (int m : matched) dead_[m] = true;
     added_.push_back(std::move(fused));
+  }
+
+  // `value`'s source when a Div/Mul by a one-element constant that no one else reads
+  // makes it (the factor multiplied into `scale` and the node matched), else `value`.
+  std::string absorb_constant_scale(const std::string& value, float* scale, std::vector<int>& matched) {
+    const int t = sole_producer(value);
+    std::string source;
+    float c = 1.0f;
+    if (t < 0 || !scale_of(graph_.nodes[t], &source, &c)) return value;
+    matched.push_back(t);
+    *scale *= c;
+    return source;
+  }
+
+  // When `q` and `k` are both Mul(x, s) of one s (and nothing else reads them): s,
+  // with q and k replaced by their x and both nodes matched; else "".
+  std::string absorb_shared_scale(std::string& q, std::string& k, std::vector<int>& matched) {
+    const int qm = sole_producer(q), km = sole_producer(k);
+    if (qm < 0 || km < 0 || qm == km || !is(graph_.nodes[qm], "Mul") || !is(graph_.nodes[km], "Mul")) return "";
+    const std::vector<std::string>& qi = graph_.nodes[qm].inputs;
+    const std::vector<std::string>& ki = graph_.nodes[km].inputs;
+    if (qi.size() != 2 || ki.size() != 2 || qi[0] == qi[1] || ki[0] == ki[1]) return "";
+    for (int a = 0; a < 2; ++a)
+      for (int b = 0; b < 2; ++b)
+        if (qi[a] == ki[b]) {
+          matched.push_back(qm);
+          matched.push_back(km);
+          const std::string s = qi[a];
+          q = qi[1 - a];
+          k = ki[1 - b];
+          return s;
+        }
+    return "";
   }
 
   // `value`'s input when a Transpose no one else reads makes it (its perm recorded as

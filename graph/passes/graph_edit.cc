@@ -75,8 +75,10 @@ bool can_fold(const Node& node) {
   const Schema* schema = find_schema(node.domain, node.op_type);
   // An op run as its expansion has no kernel to evaluate it: its expanded nodes fold.
   if (schema && (!schema->traits.deterministic || schema->expand)) return false;
-  for (const auto& [_, a] : node.attributes.all())
-    if (a.g || !a.graphs.empty()) return false;
+  // A body the node runs (If, Loop, Scan) is not evaluated here; a fused node's
+  // decomposition is only its fallback, and the fused node itself evaluates.
+  for (const auto& [name, a] : node.attributes.all())
+    if (name != kDecompositionAttribute && (a.g || !a.graphs.empty())) return false;
   return true;
 }
 

@@ -1,14 +1,14 @@
 // Schema of com.ember ScaledDotProductAttention, the node graph/passes/fuse_attention.cc
 // makes of the exporters' attention pattern:
 //
-//   inputs   Q, K, V, mask (optional)
+//   inputs   Q, K, V, mask (optional), operand_scale (optional)
 //   attrs    scale (float, default 1), q_perm, k_perm, v_perm, y_perm (ints, each
 //            optional), mask_kind ("none" | "additive" | "boolean"), mask_fill (float,
 //            boolean masks only)
-//   Y = Transpose(MatMul(Softmax(masked(MatMul(Qt, Kt) * scale), axis=-1), Vt), y_perm)
+//   Y = Transpose(MatMul(Softmax(masked(MatMul(Qs, Ks) * scale), axis=-1), Vt), y_perm)
 //       with Xt = Transpose(X, x_perm) (X itself without x_perm; Y untransposed without
-//       y_perm) and masked(S) = S (none) | S + mask (additive) | Where(mask, S,
-//       mask_fill) (boolean: true keeps).
+//       y_perm), Xs = Mul(Xt, operand_scale) (Xt without it) and masked(S) = S (none) |
+//       S + mask (additive) | Where(mask, S, mask_fill) (boolean: true keeps).
 //
 // Inference is the decomposition's, step by step through the standard ops' schemas, so
 // that any shapes the unfused nodes accept (MatMul batch broadcasting, a mask that
@@ -59,6 +59,10 @@ std::vector<TensorType> infer_attention(const InferContext& ctx) {
   q = transposed(q, "q_perm");
   k = transposed(k, "k_perm");
   v = transposed(v, "v_perm");
+  if (ctx.has_input(4)) {  // operand_scale
+    q = step(ctx, "Mul", {q, ctx.input(4)});
+    k = step(ctx, "Mul", {k, ctx.input(4)});
+  }
   TensorType scores = step(ctx, "MatMul", {q, k});
   const std::string kind = at.get_string_or("mask_kind", "none");
   const bool has_mask = ctx.has_input(3);

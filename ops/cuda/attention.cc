@@ -1,12 +1,15 @@
 // com.ember ScaledDotProductAttention on CUDA (the node fuse_attention makes; its
 // schema is graph/schemas/attention_fused.cc): one fused kernel, no score matrix.
 // Takes rank-4 Q [B|1, H|1, Sq, D], K (through k_perm to Kt [B|1, H|1, D, Sk]),
-// V [B|1, H|1, Sk, Dv], and a mask broadcastable to [B, H, Sq, Sk], in float32 or
+// V [B|1, H|1, Sk, Dv], a mask broadcastable to [B, H, Sq, Sk] and a constant
+// operand_scale (folded into the scale), in float32 or
 // float16, with D, Dv <= 128; float16 runs on the tensor cores where the GPU has them
 // (compute capability 8.0+). What it declines the planner runs as the decomposition.
 #include "ops/cuda/attention_impl.h"
 #include "ops/cuda/cuda_common.h"
 #include "ops/registry.h"
+
+#include <ember/core/element_types.h>
 
 #include <array>
 #include <climits>
@@ -104,6 +107,19 @@ std::unique_ptr<Kernel> make_attention(KernelInit& init, std::string* why_not) {
   cuda::AttentionArgs a;
   a.half = dtype == DType::Float16;
   a.scale = at.get_float_or("scale", 1.0f);
+  if (init.inputs.size() > 4 && init.inputs[4].present()) {
+    // Q and K each times operand_scale: the scores times its square. The planner has
+    // folded it from the shapes by now, or it is not a constant the kernel can take.
+    const Tensor* s = init.values[4];
+    float factor = 0.f;
+    if (!s || s->numel() != 1 || !dispatch(FloatTypes{}, s->dtype(), [&]<class T>(TypeTag<T>) {
+          factor = static_cast<float>(*s->data_as<T>());
+        })) {
+      *why_not = "operand_scale must be a one-element float constant when the plan is made";
+      return nullptr;
+    }
+    a.scale *= factor * factor;
+  }
   a.mask_fill = at.get_float_or("mask_fill", 0.0f);
   const std::string kind = at.get_string_or("mask_kind", "none");
   a.mask_kind = kind == "additive" ? cuda::AttentionMask::Additive

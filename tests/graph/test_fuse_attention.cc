@@ -384,6 +384,68 @@ TEST(FuseAttention, SchemaInfersTheDecompositionsShape) {
   EXPECT_EQ(out[0], f32({1, 7, 2, 5}));
 }
 
+// torch's attention export (ViT's MultiheadAttention): Q and K each multiplied by
+// sqrt(scale), a value computed from the shapes at run time (here a graph input), the
+// K transpose under its Mul, no mask.
+Graph operand_scaled_like() {
+  Graph g;
+  g.opset_imports[""] = 17;
+  g.inputs = {input("q"), input("k"), input("v"), input("s")};
+  g.nodes = {transpose("k", "kt", {0, 1, 3, 2}),
+             make_node("Mul", {"q", "s"}, {"qs"}),
+             make_node("Mul", {"kt", "s"}, {"ks"}),
+             make_node("MatMul", {"qs", "ks"}, {"scores"}),
+             softmax("scores", "probs"),
+             make_node("MatMul", {"probs", "v"}, {"y"})};
+  g.outputs = {input("y")};
+  return g;
+}
+
+TEST(FuseAttention, AScaleBothOperandsShareBecomesTheOperandScaleInput) {
+  Graph g = operand_scaled_like();
+  const Graph original = g;
+  ASSERT_EQ(fuse_attention(g), 1);
+  ASSERT_EQ(g.nodes.size(), 1u);
+  const Node& n = g.nodes[0];
+  EXPECT_EQ(n.inputs, (std::vector<std::string>{"q", "k", "v", "", "s"}));
+  EXPECT_EQ(n.attributes.get_ints("k_perm"), (std::vector<int64_t>{0, 1, 3, 2}));
+  EXPECT_EQ(n.attributes.get_float("scale"), 1.0f);
+  EXPECT_EQ(n.attributes.get_graph(kDecompositionAttribute).nodes.size(), 6u);
+
+  std::mt19937 rng(12);
+  Tensor s(DType::Float32, {1});
+  s.data_as<float>()[0] = 0.7f;
+  const std::vector<Tensor> in = {random_tensor({2, 3, 7, 8}, rng), random_tensor({2, 3, 7, 8}, rng),
+                                  random_tensor({2, 3, 7, 8}, rng), s};
+  expect_same(run_reference(g, in)[0], run_reference(original, in)[0]);
+  expect_same(run_planned(g, in)[0], run_planned(original, in)[0]);
+  // The schema's inference is the decomposition's.
+  const auto f32 = [](Shape shape) { return TensorType{DType::Float32, std::move(shape)}; };
+  const auto out = infer_node(n, 1, {f32({2, 3, 7, 8}), f32({2, 3, 7, 8}), f32({2, 3, 7, 8}), {}, f32({1})},
+                              {nullptr, nullptr, nullptr, nullptr, nullptr});
+  EXPECT_EQ(out[0], f32({2, 3, 7, 8}));
+}
+
+TEST(FuseAttention, ConstantOperandScalesJoinTheScaleAndUnsharedOnesStay) {
+  Graph g = operand_scaled_like();
+  g.inputs.pop_back();
+  g.initializers["s"] = scalar(0.5f);  // a constant: into `scale`, on each operand
+  ASSERT_EQ(fuse_attention(g), 1);
+  const Node* n = find_op(g, "ScaledDotProductAttention");
+  ASSERT_NE(n, nullptr);
+  EXPECT_EQ(n->inputs, (std::vector<std::string>{"q", "k", "v"}));
+  EXPECT_FLOAT_EQ(n->attributes.get_float("scale"), 0.25f);
+
+  Graph unshared = operand_scaled_like();  // K scaled by another run-time value: both Muls stay
+  unshared.inputs.push_back(input("s2"));
+  unshared.nodes[2].inputs[1] = "s2";
+  ASSERT_EQ(fuse_attention(unshared), 1);
+  n = find_op(unshared, "ScaledDotProductAttention");
+  ASSERT_NE(n, nullptr);
+  EXPECT_EQ(n->inputs, (std::vector<std::string>{"qs", "ks", "v"}));
+  EXPECT_EQ(count_ops(unshared, "Mul"), 2);
+}
+
 TEST(FuseAttention, TheFusedNodeEvaluatesAloneThroughItsDecomposition) {
   Graph g = bert_like(16);
   std::mt19937 rng(11);

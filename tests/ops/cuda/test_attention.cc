@@ -278,6 +278,45 @@ TEST(CudaAttention, HeadTransposesAreReadThroughStrides) {
     }
 }
 
+// torch's export scales Q and K each by sqrt(scale), computed from the shapes: the
+// fused node takes it as operand_scale, which the kernel needs as a plan-time constant
+// (the planner folds it) and declines otherwise.
+TEST(CudaAttention, AnOperandScaleKnownAtPlanTimeJoinsTheScale) {
+  EMBER_REQUIRE_GPU();
+  std::mt19937 rng(24);
+  Graph g;
+  g.opset_imports[""] = 17;
+  g.inputs = {{"q", DType::Float32, {}, false}, {"k_in", DType::Float32, {}, false},
+              {"v", DType::Float32, {}, false}, {"s", DType::Float32, {}, false}};
+  Node t = node("Transpose", {"k_in"}, "kt");
+  t.attributes.set_ints("perm", {0, 1, 3, 2});
+  Node sm = node("Softmax", {"scores"}, "probs");
+  sm.attributes.set_int("axis", -1);
+  g.nodes = {t, node("Mul", {"q", "s"}, "qs"), node("Mul", {"kt", "s"}, "ks"), node("MatMul", {"qs", "ks"}, "scores"),
+             sm, node("MatMul", {"probs", "v"}, "y")};
+  g.outputs = {{"y", DType::Float32, {}, false}};
+  const Node fused = fused_node(g);
+  ASSERT_EQ(fused.inputs.size(), 5u);
+  for (DType dtype : {DType::Float32, DType::Float16}) {
+    const Tensor q = random_tensor(dtype, {2, 3, 70, 64}, -2, 2, rng);
+    const Tensor k = random_tensor(dtype, {2, 3, 70, 64}, -2, 2, rng);
+    const Tensor v = random_tensor(dtype, {2, 3, 70, 64}, -1, 1, rng);
+    Tensor s(DType::Float32, {1});
+    s.data_as<float>()[0] = 0.35f;
+    const Tensor s_typed = cast_to(s, dtype);
+    const Tensor want = run_reference(g, {&q, &k, &v, &s_typed});
+    const std::vector<const Tensor*> inputs = {&q, &k, &v, nullptr, &s_typed};
+    const bool half = dtype == DType::Float16;
+    const std::vector<Tensor> got = run_on_cuda(fused, 1, inputs, {4});
+    if (got.empty()) return;
+    expect_close(got[0], want, half ? kRtolF16 : kRtolF32, half ? kAtolF16 : kAtolF32,
+                 std::string("operand scale ") + dtype_name(dtype));
+    const DeviceRun unknown = try_run_on_cuda(fused, 1, inputs);  // s only known at run time
+    EXPECT_FALSE(unknown.taken);
+    EXPECT_NE(unknown.why_not.find("operand_scale"), std::string::npos) << unknown.why_not;
+  }
+}
+
 TEST(CudaAttention, MinusInfinityInAnAdditiveMask) {
   EMBER_REQUIRE_GPU();
   std::mt19937 rng(4);
