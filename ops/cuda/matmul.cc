@@ -1,8 +1,11 @@
 // MatMul, Gemm and their com.ember fused forms (bias, activation) on cuBLASLt. The
-// batch layout and the row-major to column-major mapping are in matmul_plan.h.
+// batch layout and the row-major to column-major mapping are in matmul_plan.h; the
+// algorithm is the fastest of cuBLASLt's candidates, timed at plan time
+// (matmul_algorithm.h).
 #include "graph/elementwise_table.h"
 #include "ops/cuda/cuda_common.h"
 #include "ops/cuda/dense_epilogue_impl.h"
+#include "ops/cuda/matmul_algorithm.h"
 #include "ops/cuda/matmul_plan.h"
 #include "ops/registry.h"
 
@@ -10,6 +13,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <sstream>
 #include <vector>
 
 namespace ember {
@@ -20,6 +24,7 @@ using cuda::check;
 
 constexpr size_t kMaxWorkspace = size_t{32} << 20;  // the most one matmul may ask for
 constexpr uint32_t kAlignment = 16;                  // bytes we promise for every base pointer
+constexpr int kCandidates = 8;                       // heuristic results timed at plan time
 
 // The largest power of two (at most 16) dividing `bytes`: the alignment of base + bytes
 // for a 16-byte aligned base.
@@ -90,17 +95,21 @@ class LtMatmul {
     if (dtype == DType::Float16)
       set_pref(&pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
                uint32_t{CUBLASLT_REDUCTION_SCHEME_NONE | CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE});
-    cublasLtMatmulHeuristicResult_t result{};
+    cublasLtMatmulHeuristicResult_t results[kCandidates]{};
     int found = 0;
     const cublasStatus_t status =
-        cublasLtMatmulAlgoGetHeuristic(ctx.blaslt, &desc, &a_, &b_, &d_, &d_, &pref, 1, &result, &found);
-    if (status != CUBLAS_STATUS_SUCCESS || found < 1 || result.state != CUBLAS_STATUS_SUCCESS) {
+        cublasLtMatmulAlgoGetHeuristic(ctx.blaslt, &desc, &a_, &b_, &d_, &d_, &pref, kCandidates, results, &found);
+    std::vector<cuda::LtAlgorithm> candidates;
+    for (int i = 0; status == CUBLAS_STATUS_SUCCESS && i < found; ++i)
+      if (results[i].state == CUBLAS_STATUS_SUCCESS) candidates.push_back({results[i].algo, results[i].workspaceSize});
+    if (candidates.empty()) {
       *why_not = "cuBLASLt has no algorithm for this matmul (status " + std::to_string(static_cast<int>(status)) +
                  ", " + std::to_string(found) + " found)";
       return false;
     }
-    algo_ = result.algo;
-    workspace_ = result.workspaceSize;
+    const cuda::LtAlgorithm chosen = choose_algorithm(ctx, map, align_a, align_b, align_d, candidates);
+    algo_ = chosen.algo;
+    workspace_ = chosen.workspace;
     // Slack to raise the arena's 64-byte aligned pointer to 256 bytes in run().
     *workspace = std::max(*workspace, workspace_ ? workspace_ + 256 : 0);
     return true;
@@ -134,6 +143,54 @@ class LtMatmul {
   }
 
  private:
+  // The heuristic's candidates timed on scratch operands (matmul_algorithm.h), or its
+  // first when timing is off, the operands too large to allocate twice, or none fits.
+  cuda::LtAlgorithm choose_algorithm(const cuda::StreamContext& ctx, const cuda::LtMapping& map, uint32_t align_a,
+                                     uint32_t align_b, uint32_t align_d,
+                                     const std::vector<cuda::LtAlgorithm>& candidates) const {
+    if (candidates.size() < 2 || !cuda::lt_timing_enabled()) return candidates.front();
+    std::ostringstream problem;
+    problem << ctx.device << ' ' << type_ << ' ' << epilogue_ << ' ' << op_a_ << op_b_ << ' ' << p_.batch << ' '
+            << align_a << ',' << align_b << ',' << align_d << (c_full_ ? " c" : "") << (beta_ != 0.f ? " beta" : "");
+    for (const cuda::LtOperand* o : {&map.a, &map.b, &map.d})
+      problem << ' ' << o->rows << 'x' << o->cols << '/' << o->ld << '/' << o->batch_stride;
+    const std::string key = problem.str();
+    if (auto cached = cuda::cached_lt_algorithm(key)) return *cached;
+
+    // Scratch A, B, D (also C) and bias, zeroed: the values do not change the speed.
+    auto bytes = [&](const cuda::LtOperand& o) {
+      const int64_t last = (p_.batch - 1) * o.batch_stride + (o.cols - 1) * o.ld + o.rows;
+      return (static_cast<size_t>(std::max<int64_t>(last, 0)) * esize_ + 255) / 256 * 256;
+    };
+    const size_t a_bytes = bytes(map.a), b_bytes = bytes(map.b), d_bytes = bytes(map.d);
+    const size_t bias_bytes = has_bias_ ? (static_cast<size_t>(map.d.rows) * esize_ + 255) / 256 * 256 : 0;
+    const size_t total = a_bytes + b_bytes + d_bytes + bias_bytes;
+    constexpr size_t kMaxScratch = size_t{1} << 30;
+    void* scratch = nullptr;
+    if (total > kMaxScratch || cudaMalloc(&scratch, total) != cudaSuccess) {
+      cudaGetLastError();
+      return candidates.front();
+    }
+    char* base = static_cast<char*>(scratch);
+    const void* a = base;
+    const void* b = base + a_bytes;
+    void* d = base + a_bytes + b_bytes;
+    const void* bias = has_bias_ ? base + a_bytes + b_bytes + d_bytes : nullptr;
+    cudaMemsetAsync(scratch, 0, total, ctx.stream);
+    cublasLtMatmulDescOpaque_t desc;
+    init_desc(&desc, bias);
+    auto layout = [](const cublasLtMatrixLayoutOpaque_t& l) { return const_cast<cublasLtMatrixLayoutOpaque_t*>(&l); };
+    const cuda::LtAlgorithm best = cuda::fastest_lt_algorithm(
+        key, candidates, ctx.stream, [&](const cuda::LtAlgorithm& c, void* workspace) {
+          return cublasLtMatmul(ctx.blaslt, &desc, &alpha_, a, layout(a_), b, layout(b_), &beta_, d, layout(d_), d,
+                                layout(d_), &c.algo, workspace, c.workspace, ctx.stream);
+        });
+    cudaStreamSynchronize(ctx.stream);
+    cudaFree(scratch);
+    cudaGetLastError();
+    return best;
+  }
+
   void set_layout(cublasLtMatrixLayoutOpaque_t* l, const cuda::LtOperand& o) const {
     check(cublasLtMatrixLayoutInit(l, type_, static_cast<uint64_t>(o.rows), static_cast<uint64_t>(o.cols), o.ld),
           "cublasLtMatrixLayoutInit");
