@@ -70,6 +70,76 @@ __global__ void row_norm_warp_kernel(RowNormArgs p) {
   }
 }
 
+// The warp kernel's layout in 16-byte groups of V values (8 halves, 4 floats): lane l
+// holds groups l, l + 32, ... (kGroups of them), so each load and store of the warp is
+// 512 contiguous bytes and the scale and bias come 16 bytes at a time too. For rows that
+// are whole groups with every pointer 16-byte aligned (vector_rows()).
+template <class T, bool kRms, int kGroups>
+__global__ void row_norm_warp_vector_kernel(RowNormArgs p) {
+  constexpr int V = 16 / sizeof(T);
+  union Group {
+    uint4 bits;
+    T v[V];
+  };
+  const int n = static_cast<int>(p.cols), groups = n / V;
+  const float count = static_cast<float>(n);
+  const int lane = threadIdx.x & 31;
+  const int64_t warps_per_block = blockDim.x >> 5;
+  const int64_t stride = gridDim.x * warps_per_block;
+  const uint4* scale = static_cast<const uint4*>(p.scale);
+  const uint4* bias = static_cast<const uint4*>(p.bias);
+  for (int64_t row = blockIdx.x * warps_per_block + (threadIdx.x >> 5); row < p.rows; row += stride) {
+    const uint4* in = static_cast<const uint4*>(p.x) + row * groups;
+    uint4* out = static_cast<uint4*>(p.y) + row * groups;
+    float v[kGroups][V];
+    float s = 0.f;
+#pragma unroll
+    for (int k = 0; k < kGroups; ++k) {
+      const int g = lane + k * 32;
+      Group x;
+      x.bits = g < groups ? in[g] : make_uint4(0, 0, 0, 0);
+#pragma unroll
+      for (int e = 0; e < V; ++e) {
+        v[k][e] = to_float(x.v[e]);
+        s += kRms ? v[k][e] * v[k][e] : v[k][e];
+      }
+    }
+    s = warp_sum(s);
+    float mean = 0.f, inv;
+    if (kRms) {
+      inv = 1.f / sqrtf(s / count + p.epsilon);
+    } else {
+      mean = s / count;
+      float d2 = 0.f;
+#pragma unroll
+      for (int k = 0; k < kGroups; ++k)
+#pragma unroll
+        for (int e = 0; e < V; ++e) {
+          const float d = lane + k * 32 < groups ? v[k][e] - mean : 0.f;
+          d2 += d * d;
+        }
+      d2 = warp_sum(d2);
+      inv = 1.f / sqrtf(d2 / count + p.epsilon);
+    }
+    if (lane == 0) store_stats(p, row, mean, inv);
+#pragma unroll
+    for (int k = 0; k < kGroups; ++k) {
+      const int g = lane + k * 32;
+      if (g >= groups) continue;
+      Group w, b, y;
+      w.bits = scale[g];
+      if (!kRms && bias) b.bits = bias[g];
+#pragma unroll
+      for (int e = 0; e < V; ++e) {
+        float r = kRms ? v[k][e] * inv * to_float(w.v[e]) : (v[k][e] - mean) * inv * to_float(w.v[e]);
+        if (!kRms && bias) r += to_float(b.v[e]);
+        y.v[e] = from_float<T>(r);
+      }
+      out[g] = y.bits;
+    }
+  }
+}
+
 // One block per row; each thread touches the same elements in every pass, so the
 // shared-memory cache needs no barrier of its own.
 template <class T, bool kRms, bool kCache>
@@ -114,9 +184,30 @@ void launch_warp(const RowNormArgs& p, cudaStream_t stream) {
   row_norm_warp_kernel<T, kRms, kPerLane><<<grid_for(p.rows, kWarpBlock / 32), kWarpBlock, 0, stream>>>(p);
 }
 
+template <class T, bool kRms, int kGroups>
+void launch_warp_vector(const RowNormArgs& p, cudaStream_t stream) {
+  row_norm_warp_vector_kernel<T, kRms, kGroups><<<grid_for(p.rows, kWarpBlock / 32), kWarpBlock, 0, stream>>>(p);
+}
+
+// Rows of whole 16-byte groups, every pointer 16-byte aligned.
+template <class T>
+bool vector_rows(const RowNormArgs& p) {
+  const auto aligned = [](const void* q) { return reinterpret_cast<uintptr_t>(q) % 16 == 0; };
+  return p.cols % (16 / sizeof(T)) == 0 && aligned(p.x) && aligned(p.y) && aligned(p.scale) &&
+         (p.rms || !p.bias || aligned(p.bias));
+}
+
 template <class T, bool kRms>
 void launch_rows(const RowNormArgs& p, cudaStream_t stream) {
   const int64_t n = p.cols;
+  if (n <= kNormWarpRow && vector_rows<T>(p)) {
+    const int64_t groups_per_lane = (n / (16 / sizeof(T)) + 31) / 32;  // 1 .. 8
+    if (groups_per_lane <= 1) launch_warp_vector<T, kRms, 1>(p, stream);
+    else if (groups_per_lane <= 2) launch_warp_vector<T, kRms, 2>(p, stream);
+    else if (groups_per_lane <= 4) launch_warp_vector<T, kRms, 4>(p, stream);
+    else launch_warp_vector<T, kRms, 8>(p, stream);
+    return;
+  }
   if (n <= 32) launch_warp<T, kRms, 1>(p, stream);
   else if (n <= 64) launch_warp<T, kRms, 2>(p, stream);
   else if (n <= 128) launch_warp<T, kRms, 4>(p, stream);
