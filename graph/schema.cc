@@ -69,6 +69,20 @@ void InferContext::fail(const std::string& message) const {
   throw Error(node.label() + ": " + message);
 }
 
+std::vector<TensorType> infer_step(const InferContext& ctx, const char* op_type, int64_t opset,
+                                   const std::vector<TensorType>& inputs, Attributes attributes) {
+  const Schema* schema = find_schema("", op_type);
+  if (!schema) ctx.fail(std::string("internal: no schema for ") + op_type);
+  Node node;
+  node.name = ctx.node.name;
+  node.op_type = op_type;
+  node.attributes = std::move(attributes);
+  node.inputs.resize(inputs.size());
+  node.outputs = {"y"};
+  InferContext sub{node, opset, inputs, std::vector<const Tensor*>(inputs.size(), nullptr)};
+  return schema->infer(sub);
+}
+
 std::vector<TensorType> infer_same_as_input0(const InferContext& ctx) {
   return {ctx.input(0)};
 }

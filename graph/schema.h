@@ -110,6 +110,11 @@ std::shared_ptr<const T> attributes_of(const Node& node, int64_t opset) {
 
 // Common inference rules.
 std::vector<TensorType> infer_same_as_input0(const InferContext& ctx);
+// The output types of the standard op `op_type` (at `opset`, with `attributes`) on
+// `inputs`: one step of a fused op's inference written as its decomposition's, so the
+// fused node accepts what the unfused nodes accept. Errors name the fused node.
+std::vector<TensorType> infer_step(const InferContext& ctx, const char* op_type, int64_t opset,
+                                   const std::vector<TensorType>& inputs, Attributes attributes = {});
 // Numpy-style multidirectional broadcast; raises naming the node when shapes clash.
 Shape broadcast_shapes(const Shape& a, const Shape& b, const InferContext& ctx);
 

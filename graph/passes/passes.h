@@ -45,6 +45,9 @@ int fuse_bias_activation(Graph& graph);
 int fold_matmul_transposes(Graph& graph);
 // MatMul(Q, Kt) -> scale -> mask -> Softmax -> MatMul(., V) becomes com.ember ScaledDotProductAttention (with its decomposition).
 int fuse_attention(Graph& graph);
+// Add -> LayerNormalization (the Add's only reader, its statistics unread) becomes
+// com.ember AddLayerNormalization (with its decomposition).
+int fuse_add_layer_norm(Graph& graph);
 
 // A region of elementwise nodes on one tensor and float constants (a chain, or a
 // diamond like x * Sigmoid(x)) becomes com.ember FusedElementwise, with its decomposition.

@@ -25,20 +25,10 @@ namespace {
 
 std::string type_name(DType t) { return dtype_name(t); }
 
-// Output type of the standard op `op_type` (with `attributes`) on `inputs`; errors
-// name the fused node and the step.
+// Output type of the standard op `op_type` (with `attributes`) on `inputs`.
 TensorType step(const InferContext& ctx, const char* op_type, const std::vector<TensorType>& inputs,
                 Attributes attributes = {}) {
-  const Schema* schema = find_schema("", op_type);
-  if (!schema) ctx.fail(std::string("internal: no schema for ") + op_type);
-  Node node;
-  node.name = ctx.node.name;
-  node.op_type = op_type;
-  node.attributes = std::move(attributes);
-  node.inputs.resize(inputs.size());
-  node.outputs = {"y"};
-  InferContext sub{node, 13, inputs, std::vector<const Tensor*>(inputs.size(), nullptr)};
-  return schema->infer(sub).at(0);
+  return infer_step(ctx, op_type, 13, inputs, std::move(attributes)).at(0);
 }
 
 std::vector<TensorType> infer_attention(const InferContext& ctx) {

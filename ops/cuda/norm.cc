@@ -1,5 +1,5 @@
-// LayerNormalization, RMSNormalization, InstanceNormalization and GroupNormalization
-// on CUDA: float32 and float16 storage (X, scale and bias of one dtype), float32
+// LayerNormalization (and com.ember AddLayerNormalization, the residual Add fused into
+// it), RMSNormalization, InstanceNormalization and GroupNormalization on CUDA: float32 and float16 storage (X, scale and bias of one dtype), float32
 // statistics; the same opset ranges and arithmetic as the CPU kernels
 // (ops/cpu/layer_norm.cc, rms_norm.cc, norm.cc). norm_impl.h has the kernels.
 #include "graph/schemas/norm.h"
@@ -44,13 +44,17 @@ bool indexed_by_column(const Shape& x, const Shape& p, int64_t axis) {
 
 class RowNormKernel final : public Kernel {
  public:
-  explicit RowNormKernel(const cuda::RowNormArgs& args) : args_(args) {}
+  // `params`: the index of the scale input (bias after it); 2 when input 1 is the
+  // residual AddLayerNormalization adds to X.
+  RowNormKernel(const cuda::RowNormArgs& args, size_t params) : args_(args), params_(params) {}
 
   void run(const RunArgs& args) const override {
     cuda::RowNormArgs a = args_;
     a.x = args.inputs[0]->data();
-    a.scale = args.inputs[1]->data();
-    a.bias = !a.rms && args.inputs.size() > 2 && args.inputs[2] ? args.inputs[2]->data() : nullptr;
+    a.skip = params_ == 2 ? args.inputs[1]->data() : nullptr;
+    a.scale = args.inputs[params_]->data();
+    const size_t b = params_ + 1;
+    a.bias = !a.rms && args.inputs.size() > b && args.inputs[b] ? args.inputs[b]->data() : nullptr;
     a.y = args.outputs[0]->data();
     a.mean = stat_output(args, 1);
     a.inv_std = stat_output(args, 2);
@@ -59,6 +63,7 @@ class RowNormKernel final : public Kernel {
   }
 
  private:
+  size_t params_;
   float* stat_output(const RunArgs& args, size_t i) const {
     if (args_.rms || args.outputs.size() <= i || !args.outputs[i]) return nullptr;
     return args.outputs[i]->data_as<float>();
@@ -68,15 +73,23 @@ class RowNormKernel final : public Kernel {
 };
 
 // LayerNormalization (opset 17) and RMSNormalization (opset 23): rows of the dims from
-// `axis` on.
-template <bool kRms>
+// `axis` on. kSkip: com.ember AddLayerNormalization, LayerNormalization of input 0 +
+// input 1 (of one shape; a broadcasting residual is left to the decomposition), its
+// scale and bias one input later.
+template <bool kRms, bool kSkip = false>
 std::unique_ptr<Kernel> make_row_norm(KernelInit& init, std::string* why_not) {
   const DType dtype = init.inputs[0].dtype;
   if (!is_float(dtype)) {
     *why_not = dtype_reason(dtype);
     return nullptr;
   }
-  if (!same_dtypes(init, kRms ? 2 : 3, why_not)) return nullptr;
+  const size_t params = kSkip ? 2 : 1;
+  if (!same_dtypes(init, params + (kRms ? 1 : 2), why_not)) return nullptr;
+  if (kSkip && init.inputs[1].shape != init.inputs[0].shape) {
+    *why_not = "the residual " + shape_to_string(init.inputs[1].shape) + " broadcasts to X " +
+               shape_to_string(init.inputs[0].shape) + " (the fused kernel adds them element by element)";
+    return nullptr;
+  }
   const auto attributes = init.attributes<RowNormAttributes>();
   if (!kRms && attributes->stash_type != 1) {
     *why_not = "only stash_type 1 (float) is supported";
@@ -85,10 +98,10 @@ std::unique_ptr<Kernel> make_row_norm(KernelInit& init, std::string* why_not) {
   const Shape& x = init.inputs[0].shape;
   const RowNormShape rows = row_norm_shape(infer_context(init));
   const int64_t axis = rows.axis;
-  const bool has_bias = !kRms && init.inputs.size() > 2 && init.inputs[2].present();
-  for (size_t i = 1; i < (has_bias ? 3u : 2u); ++i)
+  const bool has_bias = !kRms && init.inputs.size() > params + 1 && init.inputs[params + 1].present();
+  for (size_t i = params; i < params + (has_bias ? 2u : 1u); ++i)
     if (!indexed_by_column(x, init.inputs[i].shape, axis)) {
-      *why_not = std::string(i == 1 ? "scale " : "bias ") + shape_to_string(init.inputs[i].shape) +
+      *why_not = std::string(i == params ? "scale " : "bias ") + shape_to_string(init.inputs[i].shape) +
                  " broadcasts inside the normalized dims or varies across rows of X " + shape_to_string(x) +
                  " (the CUDA kernel indexes it by the position in the row)";
       return nullptr;
@@ -99,7 +112,11 @@ std::unique_ptr<Kernel> make_row_norm(KernelInit& init, std::string* why_not) {
   a.epsilon = attributes->epsilon;
   a.rows = rows.rows;
   a.cols = rows.cols;
-  return std::make_unique<RowNormKernel>(a);
+  return std::make_unique<RowNormKernel>(a, params);
+}
+
+std::unique_ptr<Kernel> make_add_layer_norm(KernelInit& init, std::string* why_not) {
+  return make_row_norm<false, true>(init, why_not);
 }
 
 class GroupNormKernel final : public Kernel {
@@ -150,6 +167,7 @@ std::unique_ptr<Kernel> make_group_norm(KernelInit& init, std::string* why_not) 
 
 EMBER_KERNEL("LayerNormalization", "", 17, kMaxOpset, DeviceKind::Cuda, make_row_norm<false>);
 EMBER_KERNEL("RMSNormalization", "", 23, kMaxOpset, DeviceKind::Cuda, make_row_norm<true>);
+EMBER_KERNEL("AddLayerNormalization", "com.ember", 1, kMaxOpset, DeviceKind::Cuda, make_add_layer_norm);
 EMBER_KERNEL("InstanceNormalization", "", 1, kMaxOpset, DeviceKind::Cuda, make_group_norm);
 EMBER_KERNEL("GroupNormalization", "", 18, kMaxOpset, DeviceKind::Cuda, make_group_norm);
 

@@ -37,13 +37,14 @@ __global__ void row_norm_warp_kernel(RowNormArgs p) {
   const int64_t stride = gridDim.x * warps_per_block;
   for (int64_t row = blockIdx.x * warps_per_block + (threadIdx.x >> 5); row < p.rows; row += stride) {
     const T* in = x + row * n;
+    const T* skip = p.skip ? static_cast<const T*>(p.skip) + row * n : nullptr;
     T* out = y + row * n;
     float v[kPerLane];
     float s = 0.f;
 #pragma unroll
     for (int k = 0; k < kPerLane; ++k) {
       const int j = lane + k * 32;
-      v[k] = j < n ? to_float(in[j]) : 0.f;
+      v[k] = j < n ? to_float(in[j]) + (skip ? to_float(skip[j]) : 0.f) : 0.f;
       s += kRms ? v[k] * v[k] : v[k];
     }
     s = warp_sum(s);
@@ -90,17 +91,19 @@ __global__ void row_norm_warp_vector_kernel(RowNormArgs p) {
   const uint4* bias = static_cast<const uint4*>(p.bias);
   for (int64_t row = blockIdx.x * warps_per_block + (threadIdx.x >> 5); row < p.rows; row += stride) {
     const uint4* in = static_cast<const uint4*>(p.x) + row * groups;
+    const uint4* skip = p.skip ? static_cast<const uint4*>(p.skip) + row * groups : nullptr;
     uint4* out = static_cast<uint4*>(p.y) + row * groups;
     float v[kGroups][V];
     float s = 0.f;
 #pragma unroll
     for (int k = 0; k < kGroups; ++k) {
       const int g = lane + k * 32;
-      Group x;
+      Group x, r;
       x.bits = g < groups ? in[g] : make_uint4(0, 0, 0, 0);
+      r.bits = skip && g < groups ? skip[g] : make_uint4(0, 0, 0, 0);
 #pragma unroll
       for (int e = 0; e < V; ++e) {
-        v[k][e] = to_float(x.v[e]);
+        v[k][e] = to_float(x.v[e]) + to_float(r.v[e]);
         s += kRms ? v[k][e] * v[k][e] : v[k][e];
       }
     }
@@ -152,10 +155,12 @@ __global__ void row_norm_block_kernel(RowNormArgs p) {
   const float count = static_cast<float>(n);
   for (int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {  // uniform per block
     const T* in = x + row * n;
+    const T* skip = p.skip ? static_cast<const T*>(p.skip) + row * n : nullptr;
+    const auto load = [&](int64_t j) { return to_float(in[j]) + (skip ? to_float(skip[j]) : 0.f); };
     T* out = y + row * n;
     float s = 0.f;
     for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
-      const float v = to_float(in[j]);
+      const float v = load(j);
       if (kCache) cache[j] = v;
       s += kRms ? v * v : v;
     }
@@ -167,7 +172,7 @@ __global__ void row_norm_block_kernel(RowNormArgs p) {
       mean = s / count;
       float d2 = 0.f;
       for (int64_t j = threadIdx.x; j < n; j += blockDim.x) {
-        const float d = (kCache ? cache[j] : to_float(in[j])) - mean;
+        const float d = (kCache ? cache[j] : load(j)) - mean;
         d2 += d * d;
       }
       d2 = block_sum(d2, scratch);
@@ -175,7 +180,7 @@ __global__ void row_norm_block_kernel(RowNormArgs p) {
     }
     if (threadIdx.x == 0) store_stats(p, row, mean, inv);
     for (int64_t j = threadIdx.x; j < n; j += blockDim.x)
-      out[j] = from_float<T>(row_norm_value<T, kRms>(p, kCache ? cache[j] : to_float(in[j]), j, mean, inv));
+      out[j] = from_float<T>(row_norm_value<T, kRms>(p, kCache ? cache[j] : load(j), j, mean, inv));
   }
 }
 
@@ -194,7 +199,7 @@ template <class T>
 bool vector_rows(const RowNormArgs& p) {
   const auto aligned = [](const void* q) { return reinterpret_cast<uintptr_t>(q) % 16 == 0; };
   return p.cols % (16 / sizeof(T)) == 0 && aligned(p.x) && aligned(p.y) && aligned(p.scale) &&
-         (p.rms || !p.bias || aligned(p.bias));
+         (p.rms || !p.bias || aligned(p.bias)) && (!p.skip || aligned(p.skip));
 }
 
 template <class T, bool kRms>

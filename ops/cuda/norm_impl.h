@@ -20,6 +20,7 @@ inline constexpr int64_t kNormCachedRow = 8192;  // longest row a block caches i
 // Rows of cols <= kNormWarpRow take a warp each, longer rows a block each.
 struct RowNormArgs {
   const void* x = nullptr;
+  const void* skip = nullptr;  // optional: X's shape, added to X (AddLayerNormalization)
   const void* scale = nullptr;
   const void* bias = nullptr;  // optional (LayerNorm only)
   void* y = nullptr;

@@ -2,6 +2,8 @@
 // on CUDA against the CPU kernels.
 #include "reduce_test_util.h"
 
+#include "graph/passes/passes.h"
+
 namespace ember::test {
 namespace {
 
@@ -80,6 +82,47 @@ TEST(CudaLayerNorm, MoreRowsThanTheGridHasWarps) {
   // then keeps float32 rounding of |x| <= 2 (2.4e-7) over sqrt(var + eps) >= 3.2e-3,
   // up to 7.5e-5 absolute from summation order alone. The CUDA emulator measured 6.2e-5.
   check_layer_norm({{2200000, 3}, -1}, DType::Float32, 3, 1e-5f, 1e-4);
+}
+
+// com.ember AddLayerNormalization (what fuse_add_layer_norm makes of a residual Add and
+// the LayerNormalization reading it) against its decomposition on the CPU, on each of
+// the row kernels: 16-byte groups (768), one warp per row (100), one block per row
+// with the row cached (1025) and re-read (9000).
+TEST(CudaLayerNorm, TheResidualAddFusedIntoItMatchesTheTwoNodes) {
+  EMBER_REQUIRE_GPU();
+  for (const Shape& x : {Shape{2, 128, 768}, Shape{3, 100}, Shape{2, 1025}, Shape{2, 9000}})
+    for (bool bias : {true, false})
+      for (DType dtype : {DType::Float32, DType::Float16}) {
+        Graph g;
+        g.opset_imports[""] = 17;
+        g.inputs = {{"x", DType::Float32, {}, false}, {"r", DType::Float32, {}, false},
+                    {"scale", DType::Float32, {}, false}, {"bias", DType::Float32, {}, false}};
+        Node norm = make_node("LayerNormalization", {"sum", "scale"}, {"y"});
+        if (bias) norm.inputs.push_back("bias");
+        g.nodes = {make_node("Add", {"x", "r"}, {"sum"}), norm};
+        g.outputs = {{"y", DType::Float32, {}, false}};
+        ASSERT_EQ(fuse_add_layer_norm(g), 1);
+        const Node& fused = g.nodes[0];
+        const uint32_t seed = static_cast<uint32_t>(shape_numel(x));
+        const Shape p{x.back()};
+        const Tensor a = seeded_tensor(dtype, x, seed, -2, 2), r = seeded_tensor(dtype, x, seed + 1, -1, 1);
+        const Tensor scale = seeded_tensor(dtype, p, seed + 2, 0.5, 1.5), b = seeded_tensor(dtype, p, seed + 3);
+        SCOPED_TRACE("AddLayerNormalization X " + shape_to_string(x) + (bias ? " with bias " : " ") + dtype_name(dtype));
+        std::vector<const Tensor*> inputs{&a, &r, &scale};
+        if (bias) inputs.push_back(&b);
+        const bool half = dtype == DType::Float16;
+        expect_cuda_matches_cpu(fused, 1, inputs, half ? kRtol16 : kRtol32, half ? kAtol16 : kAtol32);
+      }
+  // A residual that broadcasts is the decomposition's.
+  Graph g;
+  g.opset_imports[""] = 17;
+  g.inputs = {{"x", DType::Float32, {}, false}, {"r", DType::Float32, {}, false}, {"scale", DType::Float32, {}, false}};
+  g.nodes = {make_node("Add", {"x", "r"}, {"sum"}), make_node("LayerNormalization", {"sum", "scale"}, {"y"})};
+  g.outputs = {{"y", DType::Float32, {}, false}};
+  ASSERT_EQ(fuse_add_layer_norm(g), 1);
+  const std::string why =
+      cuda_verdict(g.nodes[0], 1, {{DType::Float32, {2, 8}}, {DType::Float32, {8}}, {DType::Float32, {8}}});
+  EXPECT_NE(why.find("the residual [8] broadcasts"), std::string::npos) << why;
 }
 
 TEST(CudaLayerNorm, DeclinesWithAReason) {
