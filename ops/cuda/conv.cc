@@ -6,8 +6,10 @@
 //
 // com.ember NhwcConv (the layout planning's channels-last Conv, X/Y/Z as [N, H, W, C],
 // W still [K, C / group, R, S]) runs on cuDNN's NHWC kernels, where float16 meets the
-// tensor cores without cuDNN transposing each tensor in and out: W goes to KRSC in the
-// workspace each run (nothing to do for 1x1 filters), pads must be symmetric.
+// tensor cores without cuDNN transposing each tensor in and out. W goes to KRSC
+// (nothing to do for 1x1 filters): a session weight once, at plan time, into device
+// memory every plan shares (PackedWeights); a W known only at run time into the
+// workspace each run. Pads must be symmetric.
 //
 // After the convolution: bias + Relu (+ Z) is cudnnConvolutionBiasActivationForward
 // (falling back to the unfused path where cuDNN refuses it); every other combination
@@ -24,6 +26,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <memory>
+#include <string>
 #include <vector>
 
 namespace ember {
@@ -31,6 +35,22 @@ namespace ember {
 namespace {
 
 using cuda::check;
+
+// `host` copied into device memory of its own on `device` (the current one at plan
+// time), freed with the last owner.
+std::shared_ptr<void> upload(const Tensor& host, int device) {
+  void* p = nullptr;
+  check(cudaMalloc(&p, std::max<size_t>(host.nbytes(), 1)), "allocating a KRSC filter on the GPU");
+  std::shared_ptr<void> memory(p, [device](void* q) {
+    cudaSetDevice(device);
+    cudaFree(q);
+  });
+  // As the backend's weight uploads: a pageable copy may return before its DMA lands,
+  // and the plan and run streams do not wait for the legacy stream.
+  check(cudaMemcpy(p, host.data(), host.nbytes(), cudaMemcpyHostToDevice), "copying a KRSC filter to the GPU");
+  check(cudaDeviceSynchronize(), "copying a KRSC filter to the GPU");
+  return memory;
+}
 
 class ConvKernel final : public Kernel {
  public:
@@ -67,6 +87,7 @@ class ConvKernel final : public Kernel {
       cuda::set_nhwc_filter(w_desc_, t, wd);
       cuda::set_nhwc(y_desc_, t, yd);
       plan_filter_transpose(wd);
+      if (transpose_filter_) pack_filter(init);
     } else {
       cuda::set_packed(x_desc_, t, xpad);
       cuda::set_filter(w_desc_, t, wd);
@@ -124,7 +145,7 @@ class ConvKernel final : public Kernel {
       cuda::check_launch("Conv input padding");
       x = p.y;
     }
-    const void* w = args.inputs[1]->data();
+    const void* w = packed_filter_ ? packed_filter_.get() : args.inputs[1]->data();
     if (transpose_filter_) {
       void* krsc = static_cast<char*>(args.workspace) + filter_at_;
       cuda::launch_tiled_transpose(filter_transpose_, w, krsc, ctx.stream);
@@ -169,6 +190,20 @@ class ConvKernel final : public Kernel {
   }
 
  private:
+  // A session weight W as KRSC, made once and held on the device (PackedWeights, so
+  // every plan of the session shares it); then no run transposes it. W is on the host
+  // at plan time (the planner hands kernels the initializer). Anything else, such as a
+  // W computed at run time, stays with the per-run transpose.
+  void pack_filter(KernelInit& init) {
+    const Tensor* w = init.values.size() > 1 ? init.values[1] : nullptr;
+    if (!init.is_weight(1) || !w->data() || w->dtype() != init.inputs[0].dtype) return;
+    const int device = cuda::stream_context(init).device;
+    packed_filter_ = init.packed_weights->get(
+        *w, "cuda:" + std::to_string(device) + " KRSC", w->nbytes(),
+        [&] { return upload(cuda::filter_to_krsc(*w), device); }, init.device);
+    transpose_filter_ = false;
+  }
+
   // W [K, C, R, S] -> [K, R, S, C]: per k, the [C, RS] matrix transposed.
   void plan_filter_transpose(const Shape& w) {
     const int64_t k = w[0], c = w[1], rs = w[2] * w[3];
@@ -228,6 +263,7 @@ class ConvKernel final : public Kernel {
   bool half_ = false, pad_ = false, fused_ = false, has_bias_ = false, has_residual_ = false;
   bool channels_last_ = false, transpose_filter_ = false;
   cuda::TiledTranspose filter_transpose_;
+  std::shared_ptr<void> packed_filter_;  // W as KRSC on the device, when W is a session weight
   bool epilogue_needed_ = false;
   mutable std::atomic<bool> fused_refused_{false};  // cuDNN said NOT_SUPPORTED to the fused call
   int64_t y_numel_ = 0;

@@ -186,6 +186,18 @@ TEST(CudaNhwcConv, ResNetAndMobileNetGeometries) {
     }
 }
 
+// W known only at run time: transposed to KRSC in the workspace each run, not packed.
+TEST(CudaNhwcConv, WeightsKnownOnlyAtRunTime) {
+  EMBER_REQUIRE_GPU();
+  const ConvCase c = conv_case({2, 3, 19, 17}, {8, 3, 7, 7}, {2, 2}, {}, {3, 3, 3, 3});
+  for (DType t : kFloatTypes) {
+    const Tensor x = seeded_tensor(t, {2, 19, 17, 3}, 24), w = seeded_tensor(t, c.w, 25);
+    SCOPED_TRACE(dtype_name(t));
+    expect_cuda_matches_cpu(make_node("NhwcConv", 2, 1, conv_attributes(c), "com.ember"), 1, {&x, &w}, rtol(t),
+                            atol(t));
+  }
+}
+
 TEST(CudaNhwcConv, DeclinesAsymmetricPads) {
   const ConvCase c = conv_case({1, 4, 7, 9}, {5, 4, 3, 3}, {1, 1}, {}, {0, 1, 2, 1});
   const std::string why = cuda_decline_reason(make_node("NhwcConv", 2, 1, conv_attributes(c), "com.ember"), 1,
