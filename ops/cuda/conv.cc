@@ -11,12 +11,15 @@
 // memory every plan shares (PackedWeights); a W known only at run time into the
 // workspace each run. Pads must be symmetric.
 //
+// The algorithm is timed at plan time (conv_algorithm.h).
+//
 // After the convolution: bias + Relu (+ Z) is cudnnConvolutionBiasActivationForward
 // (falling back to the unfused path where cuDNN refuses it); every other combination
 // is cudnnConvolutionForward followed by one epilogue pass (bias, residual and
 // activation in a single launch).
 #include "graph/elementwise_table.h"
 #include "graph/schemas/window.h"
+#include "ops/cuda/conv_algorithm.h"
 #include "ops/cuda/conv_cudnn.h"
 #include "ops/cuda/conv_impl.h"
 #include "ops/cuda/conv_plan.h"
@@ -125,7 +128,21 @@ class ConvKernel final : public Kernel {
     epilogue_.act = act;
     epilogue_needed_ = has_bias_ || has_residual_ || act.kind != cuda::Activation::Kind::None;
 
-    if (!choose_algorithm(cuda::stream_context(init), why_not)) return false;
+    const cuda::StreamContext& ctx = cuda::stream_context(init);
+    // Everything the descriptors hold, for the process-wide cache of timed choices.
+    std::string key = std::string(dtype_name(t)) + (channels_last_ ? " nhwc" : " nchw") + " x" +
+                      shape_to_string(xpad) + " w" + shape_to_string(wd) + " y" + shape_to_string(yd) + " pads" +
+                      shape_to_string(Shape(padding.symmetric.begin(), padding.symmetric.end())) + " strides" +
+                      shape_to_string(g.strides) + " dilations" + shape_to_string(g.dilations) + " group " +
+                      std::to_string(group) + " cuda:" + std::to_string(ctx.device);
+    cuda::ForwardAlgorithm chosen;
+    if (!cuda::choose_forward_algorithm(ctx, x_desc_, w_desc_, conv_desc_, y_desc_, half_, key, &chosen)) {
+      *why_not = "cuDNN offers no forward algorithm for this convolution within " +
+                 std::to_string(cuda::kConvWorkspaceLimit >> 20) + " MiB of workspace";
+      return false;
+    }
+    algo_ = chosen.algo;
+    cudnn_workspace_ = chosen.workspace;
     // [cuDNN's scratch, raised to 256 bytes | the padded copy of X | W as KRSC]
     pad_at_ = cuda::align_up(cudnn_workspace_ + cuda::kScratchSlack);
     filter_at_ = pad_ ? cuda::align_up(pad_at_ + static_cast<size_t>(shape_numel(xpad)) * esize_) : pad_at_;
@@ -220,38 +237,6 @@ class ConvKernel final : public Kernel {
     t.batch_dims[0] = k;
     t.batch_in_strides[0] = c * rs;
     t.batch_out_strides[0] = c * rs;
-  }
-
-  // cuDNN's heuristic order; the first algorithm that works here with a workspace
-  // under the limit.
-  bool choose_algorithm(const cuda::StreamContext& ctx, std::string* why_not) {
-    int max_count = 0;
-    check(cudnnGetConvolutionForwardAlgorithmMaxCount(ctx.cudnn, &max_count),
-          "cudnnGetConvolutionForwardAlgorithmMaxCount");
-    std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(static_cast<size_t>(std::max(max_count, 1)));
-    int returned = 0;
-    check(cudnnGetConvolutionForwardAlgorithm_v7(ctx.cudnn, x_desc_.get(), w_desc_.get(), conv_desc_.get(),
-                                                 y_desc_.get(), static_cast<int>(perf.size()), &returned, perf.data()),
-          "cudnnGetConvolutionForwardAlgorithm_v7");
-    for (int i = 0; i < returned; ++i) {
-      if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
-      // The heuristic returns (algorithm, math type) pairs; the descriptor must carry
-      // the pair's math type for the workspace query and the run (PyTorch's Conv_v7.cpp
-      // does the same). float32 keeps only FMA math: anything else may mean TF32.
-      if (!cuda::usable_math_type(half_, perf[i].mathType)) continue;
-      check(cudnnSetConvolutionMathType(conv_desc_.get(), perf[i].mathType), "cudnnSetConvolutionMathType");
-      size_t bytes = 0;
-      if (cudnnGetConvolutionForwardWorkspaceSize(ctx.cudnn, x_desc_.get(), w_desc_.get(), conv_desc_.get(),
-                                                  y_desc_.get(), perf[i].algo, &bytes) != CUDNN_STATUS_SUCCESS)
-        continue;
-      if (bytes > cuda::kConvWorkspaceLimit) continue;
-      algo_ = perf[i].algo;
-      cudnn_workspace_ = bytes;
-      return true;
-    }
-    *why_not = "cuDNN offers no forward algorithm for this convolution within " +
-               std::to_string(cuda::kConvWorkspaceLimit >> 20) + " MiB of workspace";
-    return false;
   }
 
   cuda::TensorDesc x_desc_, y_desc_, bias_desc_;
