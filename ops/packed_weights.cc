@@ -3,14 +3,11 @@
 namespace ember {
 
 std::shared_ptr<void> PackedWeights::get(const Tensor& weight, const std::string& form, size_t bytes,
-                                         const Make& make) {
+                                         const Make& make, Device device) {
   std::lock_guard lock(mutex_);
   auto key = std::make_pair(&weight, form);
   auto it = forms_.find(key);
-  if (it == forms_.end()) {
-    it = forms_.emplace(std::move(key), Form{make(), bytes}).first;
-    bytes_ += bytes;
-  }
+  if (it == forms_.end()) it = forms_.emplace(std::move(key), Form{make(), bytes, device}).first;
   return it->second.packed;
 }
 
@@ -22,9 +19,12 @@ std::vector<std::pair<std::string, std::shared_ptr<void>>> PackedWeights::forms_
   return result;
 }
 
-size_t PackedWeights::bytes() const {
+size_t PackedWeights::bytes(Device device) const {
   std::lock_guard lock(mutex_);
-  return bytes_;
+  size_t sum = 0;
+  for (const auto& [key, form] : forms_)
+    if (form.device == device) sum += form.bytes;
+  return sum;
 }
 
 size_t PackedWeights::forms() const {

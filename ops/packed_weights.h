@@ -23,24 +23,26 @@ class PackedWeights {
   using Make = std::function<std::shared_ptr<void>()>;
 
   // The form `form` (any bytes that tell forms apart) of `weight`, which must live as
-  // long as this cache: the one made before, or `make()`'s result, which holds `bytes`.
-  std::shared_ptr<void> get(const Tensor& weight, const std::string& form, size_t bytes, const Make& make);
+  // long as this cache: the one made before, or `make()`'s result, which holds `bytes`
+  // on `device` (a GPU kernel's form lives in device memory).
+  std::shared_ptr<void> get(const Tensor& weight, const std::string& form, size_t bytes, const Make& make,
+                            Device device = {});
 
   // The forms of `weight` made so far, as (form, packed) pairs: where the original is
   // given back, a new form is made from one of these.
   std::vector<std::pair<std::string, std::shared_ptr<void>>> forms_of(const Tensor& weight) const;
 
-  size_t bytes() const;   // held by every form made so far
-  size_t forms() const;   // how many
+  size_t bytes(Device device = {}) const;  // held on `device` by every form made so far
+  size_t forms() const;                    // how many
 
  private:
   struct Form {
     std::shared_ptr<void> packed;
     size_t bytes = 0;
+    Device device;
   };
   mutable std::mutex mutex_;
   std::map<std::pair<const Tensor*, std::string>, Form> forms_;
-  size_t bytes_ = 0;
 };
 
 }  // namespace ember

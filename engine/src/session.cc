@@ -707,7 +707,10 @@ MemoryReport Session::memory_report() const {
   for (const Backend* b : impl_->backends) {
     const MemoryUse use = b->memory_use();
     const std::string device = b->device().to_string();
-    if (b->device().kind != DeviceKind::Cpu) add_bytes(report, device, "weights", use.weight_bytes);
+    if (b->device().kind != DeviceKind::Cpu) {
+      add_bytes(report, device, "weights", use.weight_bytes);
+      add_bytes(report, device, "packed weights", impl_->weights.packed().bytes(b->device()));
+    }
     add_bytes(report, device, "arenas", use.in_use_bytes - std::min(use.in_use_bytes, use.weight_bytes));
   }
   for (const auto& plan : impl_->plans->plans()) {

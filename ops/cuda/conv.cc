@@ -6,8 +6,12 @@
 //
 // com.ember NhwcConv (the layout planning's channels-last Conv, X/Y/Z as [N, H, W, C],
 // W still [K, C / group, R, S]) runs on cuDNN's NHWC kernels, where float16 meets the
-// tensor cores without cuDNN transposing each tensor in and out: W goes to KRSC in the
-// workspace each run (nothing to do for 1x1 filters), pads must be symmetric.
+// tensor cores without cuDNN transposing each tensor in and out. W goes to KRSC
+// (nothing to do for 1x1 filters): a session weight once, at plan time, into device
+// memory every plan shares (PackedWeights); a W known only at run time into the
+// workspace each run. Pads must be symmetric.
+//
+// The algorithm is timed at plan time (conv_algorithm.h).
 //
 // After the convolution: bias + Relu (+ Z) is cudnnConvolutionBiasActivationForward
 // (falling back to the unfused path where cuDNN refuses it); every other combination
@@ -15,6 +19,7 @@
 // activation in a single launch).
 #include "graph/elementwise_table.h"
 #include "graph/schemas/window.h"
+#include "ops/cuda/conv_algorithm.h"
 #include "ops/cuda/conv_cudnn.h"
 #include "ops/cuda/conv_impl.h"
 #include "ops/cuda/conv_plan.h"
@@ -24,6 +29,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <memory>
+#include <string>
 #include <vector>
 
 namespace ember {
@@ -31,6 +38,22 @@ namespace ember {
 namespace {
 
 using cuda::check;
+
+// `host` copied into device memory of its own on `device` (the current one at plan
+// time), freed with the last owner.
+std::shared_ptr<void> upload(const Tensor& host, int device) {
+  void* p = nullptr;
+  check(cudaMalloc(&p, std::max<size_t>(host.nbytes(), 1)), "allocating a KRSC filter on the GPU");
+  std::shared_ptr<void> memory(p, [device](void* q) {
+    cudaSetDevice(device);
+    cudaFree(q);
+  });
+  // As the backend's weight uploads: a pageable copy may return before its DMA lands,
+  // and the plan and run streams do not wait for the legacy stream.
+  check(cudaMemcpy(p, host.data(), host.nbytes(), cudaMemcpyHostToDevice), "copying a KRSC filter to the GPU");
+  check(cudaDeviceSynchronize(), "copying a KRSC filter to the GPU");
+  return memory;
+}
 
 class ConvKernel final : public Kernel {
  public:
@@ -67,6 +90,7 @@ class ConvKernel final : public Kernel {
       cuda::set_nhwc_filter(w_desc_, t, wd);
       cuda::set_nhwc(y_desc_, t, yd);
       plan_filter_transpose(wd);
+      if (transpose_filter_) pack_filter(init);
     } else {
       cuda::set_packed(x_desc_, t, xpad);
       cuda::set_filter(w_desc_, t, wd);
@@ -104,7 +128,21 @@ class ConvKernel final : public Kernel {
     epilogue_.act = act;
     epilogue_needed_ = has_bias_ || has_residual_ || act.kind != cuda::Activation::Kind::None;
 
-    if (!choose_algorithm(cuda::stream_context(init), why_not)) return false;
+    const cuda::StreamContext& ctx = cuda::stream_context(init);
+    // Everything the descriptors hold, for the process-wide cache of timed choices.
+    std::string key = std::string(dtype_name(t)) + (channels_last_ ? " nhwc" : " nchw") + " x" +
+                      shape_to_string(xpad) + " w" + shape_to_string(wd) + " y" + shape_to_string(yd) + " pads" +
+                      shape_to_string(Shape(padding.symmetric.begin(), padding.symmetric.end())) + " strides" +
+                      shape_to_string(g.strides) + " dilations" + shape_to_string(g.dilations) + " group " +
+                      std::to_string(group) + " cuda:" + std::to_string(ctx.device);
+    cuda::ForwardAlgorithm chosen;
+    if (!cuda::choose_forward_algorithm(ctx, x_desc_, w_desc_, conv_desc_, y_desc_, half_, key, &chosen)) {
+      *why_not = "cuDNN offers no forward algorithm for this convolution within " +
+                 std::to_string(cuda::kConvWorkspaceLimit >> 20) + " MiB of workspace";
+      return false;
+    }
+    algo_ = chosen.algo;
+    cudnn_workspace_ = chosen.workspace;
     // [cuDNN's scratch, raised to 256 bytes | the padded copy of X | W as KRSC]
     pad_at_ = cuda::align_up(cudnn_workspace_ + cuda::kScratchSlack);
     filter_at_ = pad_ ? cuda::align_up(pad_at_ + static_cast<size_t>(shape_numel(xpad)) * esize_) : pad_at_;
@@ -124,7 +162,7 @@ class ConvKernel final : public Kernel {
       cuda::check_launch("Conv input padding");
       x = p.y;
     }
-    const void* w = args.inputs[1]->data();
+    const void* w = packed_filter_ ? packed_filter_.get() : args.inputs[1]->data();
     if (transpose_filter_) {
       void* krsc = static_cast<char*>(args.workspace) + filter_at_;
       cuda::launch_tiled_transpose(filter_transpose_, w, krsc, ctx.stream);
@@ -169,6 +207,20 @@ class ConvKernel final : public Kernel {
   }
 
  private:
+  // A session weight W as KRSC, made once and held on the device (PackedWeights, so
+  // every plan of the session shares it); then no run transposes it. W is on the host
+  // at plan time (the planner hands kernels the initializer). Anything else, such as a
+  // W computed at run time, stays with the per-run transpose.
+  void pack_filter(KernelInit& init) {
+    const Tensor* w = init.values.size() > 1 ? init.values[1] : nullptr;
+    if (!init.is_weight(1) || !w->data() || w->dtype() != init.inputs[0].dtype) return;
+    const int device = cuda::stream_context(init).device;
+    packed_filter_ = init.packed_weights->get(
+        *w, "cuda:" + std::to_string(device) + " KRSC", w->nbytes(),
+        [&] { return upload(cuda::filter_to_krsc(*w), device); }, init.device);
+    transpose_filter_ = false;
+  }
+
   // W [K, C, R, S] -> [K, R, S, C]: per k, the [C, RS] matrix transposed.
   void plan_filter_transpose(const Shape& w) {
     const int64_t k = w[0], c = w[1], rs = w[2] * w[3];
@@ -187,38 +239,6 @@ class ConvKernel final : public Kernel {
     t.batch_out_strides[0] = c * rs;
   }
 
-  // cuDNN's heuristic order; the first algorithm that works here with a workspace
-  // under the limit.
-  bool choose_algorithm(const cuda::StreamContext& ctx, std::string* why_not) {
-    int max_count = 0;
-    check(cudnnGetConvolutionForwardAlgorithmMaxCount(ctx.cudnn, &max_count),
-          "cudnnGetConvolutionForwardAlgorithmMaxCount");
-    std::vector<cudnnConvolutionFwdAlgoPerf_t> perf(static_cast<size_t>(std::max(max_count, 1)));
-    int returned = 0;
-    check(cudnnGetConvolutionForwardAlgorithm_v7(ctx.cudnn, x_desc_.get(), w_desc_.get(), conv_desc_.get(),
-                                                 y_desc_.get(), static_cast<int>(perf.size()), &returned, perf.data()),
-          "cudnnGetConvolutionForwardAlgorithm_v7");
-    for (int i = 0; i < returned; ++i) {
-      if (perf[i].status != CUDNN_STATUS_SUCCESS) continue;
-      // The heuristic returns (algorithm, math type) pairs; the descriptor must carry
-      // the pair's math type for the workspace query and the run (PyTorch's Conv_v7.cpp
-      // does the same). float32 keeps only FMA math: anything else may mean TF32.
-      if (!cuda::usable_math_type(half_, perf[i].mathType)) continue;
-      check(cudnnSetConvolutionMathType(conv_desc_.get(), perf[i].mathType), "cudnnSetConvolutionMathType");
-      size_t bytes = 0;
-      if (cudnnGetConvolutionForwardWorkspaceSize(ctx.cudnn, x_desc_.get(), w_desc_.get(), conv_desc_.get(),
-                                                  y_desc_.get(), perf[i].algo, &bytes) != CUDNN_STATUS_SUCCESS)
-        continue;
-      if (bytes > cuda::kConvWorkspaceLimit) continue;
-      algo_ = perf[i].algo;
-      cudnn_workspace_ = bytes;
-      return true;
-    }
-    *why_not = "cuDNN offers no forward algorithm for this convolution within " +
-               std::to_string(cuda::kConvWorkspaceLimit >> 20) + " MiB of workspace";
-    return false;
-  }
-
   cuda::TensorDesc x_desc_, y_desc_, bias_desc_;
   cuda::FilterDesc w_desc_;
   cuda::ConvDesc conv_desc_;
@@ -228,6 +248,7 @@ class ConvKernel final : public Kernel {
   bool half_ = false, pad_ = false, fused_ = false, has_bias_ = false, has_residual_ = false;
   bool channels_last_ = false, transpose_filter_ = false;
   cuda::TiledTranspose filter_transpose_;
+  std::shared_ptr<void> packed_filter_;  // W as KRSC on the device, when W is a session weight
   bool epilogue_needed_ = false;
   mutable std::atomic<bool> fused_refused_{false};  // cuDNN said NOT_SUPPORTED to the fused call
   int64_t y_numel_ = 0;

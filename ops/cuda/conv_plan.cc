@@ -1,6 +1,7 @@
 #include "ops/cuda/conv_plan.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace ember::cuda {
 
@@ -43,6 +44,20 @@ DeconvGeometry deconv_geometry(const Shape& x, const Shape& y, const TransposedW
     d.crop.shift[lead + i] = -g.pads_begin[i];  // y[o] = full[o + pads_begin], 0 past the end
   }
   return d;
+}
+
+Tensor filter_to_krsc(const Tensor& w) {
+  const Shape& s = w.shape();
+  const int64_t k = s[0], c = s[1], rs = s[2] * s[3];
+  const size_t esize = static_cast<size_t>(dtype_bits(w.dtype()) / 8);
+  Tensor out(w.dtype(), {k, s[2], s[3], c});
+  const char* in = static_cast<const char*>(w.data());
+  char* o = static_cast<char*>(out.data());
+  for (int64_t ki = 0; ki < k; ++ki)
+    for (int64_t ci = 0; ci < c; ++ci)
+      for (int64_t p = 0; p < rs; ++p)
+        std::memcpy(o + ((ki * rs + p) * c + ci) * esize, in + ((ki * c + ci) * rs + p) * esize, esize);
+  return out;
 }
 
 }  // namespace ember::cuda

@@ -1,7 +1,8 @@
 // The geometry of the CUDA convolutions apart from cuDNN, so tests can check it on the
 // CPU: cuDNN pads symmetrically, so a Conv with asymmetric pads runs on a zero-padded
 // copy of X; a ConvTranspose whose pads differ per side (or with output_padding)
-// runs unpadded into a full-size buffer that a shifted copy then crops.
+// runs unpadded into a full-size buffer that a shifted copy then crops. And the KRSC
+// order of NHWC convolutions' filters.
 #pragma once
 
 #include "graph/schemas/window.h"
@@ -30,5 +31,9 @@ struct DeconvGeometry {
 };
 
 DeconvGeometry deconv_geometry(const Shape& x, const Shape& y, const TransposedWindow& t);
+
+// A 2-D filter W [K, C, R, S] (any dtype) as KRSC [K, R, S, C], on the host: what
+// cuDNN's NHWC convolutions read.
+Tensor filter_to_krsc(const Tensor& w);
 
 }  // namespace ember::cuda

@@ -1,7 +1,8 @@
 // Device side of the CUDA pooling kernels: windowed Max/Average/Lp pooling (one
-// thread per output element) and global Average/Max pooling (one warp or block per
-// plane; one thread per (n, c) channels-last). A plain C++ header (pool_impl.cu
-// defines it).
+// thread per output element; channels-last 2-D Max/Average of float types: one thread
+// per output pixel and 16-byte vector of channels) and global Average/Max pooling (one
+// warp or block per plane; one thread per (n, c) channels-last). A plain C++ header
+// (pool_impl.cu defines it).
 #pragma once
 
 #include <cuda_runtime.h>

@@ -4,6 +4,7 @@
 #include "core/src/host_memory.h"
 #include "engine/src/plan_cache.h"
 #include "loader/helpers.h"  // new_model, add_input, add_node, float_tensor
+#include "ops/packed_weights.h"
 
 #include <ember/ember.h>
 
@@ -191,6 +192,26 @@ TEST(BoundedMemory, WeightsAreHeldOncePackedNotOncePerShape) {
   EXPECT_EQ(bytes_for(session.memory_report(), "packed weights"), weight_bytes);
   EXPECT_EQ(session.memory_report().plans, 6u);
   EXPECT_EQ(bytes_for(as_read.memory_report(), "weights"), weight_bytes);
+}
+
+// A GPU kernel's packed form (NhwcConv's KRSC filter) lives on its device: the report
+// counts it there, and not in the host's heap.
+TEST(BoundedMemory, PackedWeightsCountedOnTheirDevice) {
+  PackedWeights packed;
+  const Tensor w(DType::Float32, {4, 4});
+  const Device gpu{DeviceKind::Cuda, 1};
+  int made = 0;
+  auto make = [&] {
+    ++made;
+    return std::make_shared<int>(0);
+  };
+  packed.get(w, "host form", 64, make);
+  packed.get(w, "device form", 32, make, gpu);
+  packed.get(w, "device form", 32, make, gpu);  // made before: shared
+  EXPECT_EQ(made, 2);
+  EXPECT_EQ(packed.bytes(), 64u);
+  EXPECT_EQ(packed.bytes(gpu), 32u);
+  EXPECT_EQ(packed.bytes(Device{DeviceKind::Cuda, 0}), 0u);
 }
 
 // A service's metrics thread reads the memory report while the first run plans and

@@ -66,12 +66,17 @@ DeviceRun try_run_on_cuda(const Node& node, int64_t opset, const std::vector<con
   const std::vector<TensorType> out_types = infer_node(node, opset, types, known);
 
   const Device device{DeviceKind::Cuda, context.device};
+  // The plan-time inputs stand for session weights: kernels may pack them (and their
+  // packed forms live as long as the kernel).
+  PackedWeights packed;
   std::unique_ptr<Kernel> kernel;
   const KernelEntry* chosen = nullptr;
   size_t workspace_bytes = 0;
   for (const KernelEntry* entry : find_kernels(node.domain, node.op_type, opset, DeviceKind::Cuda)) {
     KernelInit init{node, opset, device, types, known, out_types};
     init.device_context = &context;
+    init.packed_weights = &packed;
+    for (const Tensor* value : known) init.weights.push_back(value != nullptr);
     std::string why;
     kernel = entry->factory(init, &why);
     if (kernel) {

@@ -46,7 +46,8 @@ DeviceRun try_run_on_cuda(const Node& node, int64_t opset, const std::vector<con
                           const std::vector<int>& plan_time_inputs = {});
 
 // Builds the node's CUDA kernel as the planner would (inputs whose index is in
-// `plan_time_inputs` are visible to the factory, as weights are) and runs it once on
+// `plan_time_inputs` are visible to the factory as session weights, which it may pack)
+// and runs it once on
 // device copies of `inputs`. Returns host copies of the outputs; fails the test with
 // the factory's reason when no CUDA kernel takes the node.
 std::vector<Tensor> run_on_cuda(const Node& node, int64_t opset, const std::vector<const Tensor*>& inputs,

@@ -1,5 +1,9 @@
 // Conv, FusedConv, NhwcConv and ConvTranspose on CUDA (cuDNN) against the CPU kernels.
 #include "dense_test_util.h"
+#include "ops/cuda/conv_algorithm.h"
+
+#include <cstdio>
+#include <cstdlib>
 
 namespace ember::test {
 namespace {
@@ -184,6 +188,59 @@ TEST(CudaNhwcConv, ResNetAndMobileNetGeometries) {
       check_fused(c, t, {"Relu", {}}, true, true, true);   // ResNet's residual block end
       check_fused(c, t, {"HardSigmoid", {0.2f, 0.5f}}, true, false, true);  // the epilogue pass
     }
+}
+
+// W known only at run time: transposed to KRSC in the workspace each run, not packed.
+TEST(CudaNhwcConv, WeightsKnownOnlyAtRunTime) {
+  EMBER_REQUIRE_GPU();
+  const ConvCase c = conv_case({2, 3, 19, 17}, {8, 3, 7, 7}, {2, 2}, {}, {3, 3, 3, 3});
+  for (DType t : kFloatTypes) {
+    const Tensor x = seeded_tensor(t, {2, 19, 17, 3}, 24), w = seeded_tensor(t, c.w, 25);
+    SCOPED_TRACE(dtype_name(t));
+    expect_cuda_matches_cpu(make_node("NhwcConv", 2, 1, conv_attributes(c), "com.ember"), 1, {&x, &w}, rtol(t),
+                            atol(t));
+  }
+}
+
+// ResNet's stem in NHWC: in float16 cudnnFind times the algorithms (unless
+// EMBER_CUDNN_HEURISTIC=1); float32 may fall back to the heuristic where cuDNN reports
+// no FMA-only timing (the line printed says which). Either way the choice is cached
+// per geometry: asking again gives the same algorithm and sets the descriptor to its
+// math type.
+TEST(CudaConv, AlgorithmTimedOncePerGeometry) {
+  EMBER_REQUIRE_GPU();
+  cuda::StreamContext* context = cuda::create_stream_context(0);
+  for (DType t : kFloatTypes) {
+    const bool half = t == DType::Float16;
+    Shape x{8, 3, 56, 56}, w{64, 3, 7, 7}, y{8, 64, 28, 28};
+    cuda::TensorDesc xd, yd;
+    cuda::FilterDesc wd;
+    cuda::ConvDesc conv;
+    std::string why;
+    ASSERT_TRUE(cuda::set_conv_desc(conv, half, 1, {3, 3}, {2, 2}, {1, 1}, &x, &w, &y, &why)) << why;
+    cuda::set_nhwc(xd, t, x);
+    cuda::set_nhwc_filter(wd, t, w);
+    cuda::set_nhwc(yd, t, y);
+    const std::string key = std::string("test stem ") + dtype_name(t);
+    cuda::ForwardAlgorithm first, again;
+    ASSERT_TRUE(cuda::choose_forward_algorithm(*context, xd, wd, conv, yd, half, key, &first));
+    ASSERT_TRUE(cuda::choose_forward_algorithm(*context, xd, wd, conv, yd, half, key, &again));
+    const char* env = std::getenv("EMBER_CUDNN_HEURISTIC");
+    const bool heuristic = env && std::string(env) == "1";
+    if (half) {
+      EXPECT_EQ(first.timed, !heuristic);
+    }
+    EXPECT_EQ(again.algo, first.algo);
+    EXPECT_EQ(again.workspace, first.workspace);
+    EXPECT_TRUE(cuda::usable_math_type(half, first.math));
+    cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+    ASSERT_EQ(cudnnGetConvolutionMathType(conv.get(), &math), CUDNN_STATUS_SUCCESS);
+    EXPECT_EQ(math, first.math);
+    std::printf("%s stem: algorithm %d, math %d, %zu bytes of workspace, %s\n", dtype_name(t),
+                static_cast<int>(first.algo), static_cast<int>(first.math), first.workspace,
+                first.timed ? "timed" : "heuristic");
+  }
+  cuda::destroy_stream_context(context);
 }
 
 TEST(CudaNhwcConv, DeclinesAsymmetricPads) {

@@ -6,6 +6,8 @@
 #include "ops/cuda/conv_plan.h"
 #include "ops/evaluate.h"
 
+#include <cstring>
+
 namespace ember::test {
 namespace {
 
@@ -107,6 +109,22 @@ TEST(CudaConvPlan, TransposedFullThenCropped) {
   check_deconv({1, 4, 5, 5}, {4, 3, 3, 3}, at({2, 2}, {}, {}, {}, 1, "SAME_UPPER"));
   check_deconv({2, 4, 9}, {4, 5, 4}, at({3}, {1, 2}));
   check_deconv({1, 2, 3, 4, 5}, {2, 3, 3, 3, 3}, at({2, 1, 2}, {1, 1, 1, 1, 1, 1}));
+}
+
+// The KRSC filter NhwcConv makes once per session weight: W transposed to [K, R, S, C],
+// the same bytes as the CPU's Transpose with perm [0, 2, 3, 1], in both float types.
+TEST(CudaConvPlan, FilterToKrscIsTheTranspose) {
+  Attributes at;
+  at.set_ints("perm", {0, 2, 3, 1});
+  for (DType t : {DType::Float32, DType::Float16})
+    for (const Shape& ws : {Shape{5, 3, 7, 2}, Shape{4, 16, 3, 3}, Shape{2, 1, 1, 5}}) {
+      SCOPED_TRACE(shape_to_string(ws) + " " + dtype_name(t));
+      const Tensor w = seeded_tensor(t, ws, 3);
+      const Tensor got = cuda::filter_to_krsc(w);
+      const Tensor want = evaluate_node(make_node("Transpose", 1, 1, at), 21, {&w})[0];
+      ASSERT_EQ(got.shape(), want.shape());
+      EXPECT_EQ(std::memcmp(got.data(), want.data(), got.nbytes()), 0);
+    }
 }
 
 }  // namespace

@@ -1,6 +1,11 @@
 // MaxPool, AveragePool, LpPool, GlobalAveragePool and GlobalMaxPool, and their
 // channels-last Nhwc* forms, on CUDA against the CPU kernels.
 #include "dense_test_util.h"
+#include "ops/cuda/cuda_common.h"
+#include "ops/cuda/pool_impl.h"
+
+#include <cmath>
+#include <cstring>
 
 namespace ember::test {
 namespace {
@@ -144,6 +149,131 @@ TEST(CudaNhwcPool, MaxAndAverageMatchTheCpu) {
       expect_cuda_matches_cpu(make_node("NhwcAveragePool", 1, 1, pool_attributes(c), "com.ember"), 1, {&x}, rtol(t),
                               atol(t));
     }
+}
+
+// The plain 2-D channels-last reference: X [N, H, W, C] (any float dtype, read as
+// double), Y's dims from `y`. Max: the largest tap that is not NaN, -inf for none (as
+// the CPU reference loop, ops/cpu/pool.cc; oneDNN, which the CPU's Nhwc pools run on,
+// gives -FLT_MAX there and takes no count_include_pad past the pads). Average: the
+// sum over taps inside X divided by those taps, or with count_include_pad by the taps
+// inside the explicit pads.
+std::vector<double> nhwc_reference_pool(const Tensor& x, const Shape& y, const PoolCase& c, bool max,
+                                        bool count_pad) {
+  const int64_t n = x.shape()[0], h = x.shape()[1], w = x.shape()[2], ch = x.shape()[3];
+  const int64_t oh = y[1], ow = y[2];
+  const auto at = [](const Shape& v, size_t i, int64_t fallback) { return v.empty() ? fallback : v[i]; };
+  const int64_t sh = at(c.strides, 0, 1), sw = at(c.strides, 1, 1), dh = at(c.dilations, 0, 1),
+                dw = at(c.dilations, 1, 1);
+  const int64_t pt = at(c.pads, 0, 0), pl = at(c.pads, 1, 0), pb = at(c.pads, 2, 0), pr = at(c.pads, 3, 0);
+  std::vector<double> out;
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t oy = 0; oy < oh; ++oy)
+      for (int64_t ox = 0; ox < ow; ++ox)
+        for (int64_t k = 0; k < ch; ++k) {
+          double best = -INFINITY, sum = 0;
+          int64_t counted = 0;
+          for (int64_t r = 0; r < c.kernel[0]; ++r)
+            for (int64_t s = 0; s < c.kernel[1]; ++s) {
+              const int64_t iy = oy * sh - pt + r * dh, ix = ox * sw - pl + s * dw;
+              const bool inside = iy >= 0 && iy < h && ix >= 0 && ix < w;
+              counted += inside || (count_pad && iy < h + pb && ix < w + pr);
+              if (!inside) continue;
+              const double v = element(x, ((b * h + iy) * w + ix) * ch + k);
+              if (v > best) best = v;
+              sum += v;
+            }
+          out.push_back(max ? best : counted ? sum / static_cast<double>(counted) : 0.0);
+        }
+  return out;
+}
+
+// The channels-last 2-D kernel's paths: 16-byte vectors of channels (C a multiple of 8
+// halves or 4 floats) and one channel per thread (the rest), each with windows clipped
+// at every edge: pads, ceil_mode's extra row, dilations, a window wider than X.
+const PoolCase kNhwcCases[] = {
+    pool_case({2, 16, 13, 11}, {3, 3}, {2, 2}, {}, {1, 1, 1, 1}),      // ResNet's stem pool, odd sizes
+    pool_case({1, 8, 7, 9}, {3, 3}, {2, 2}, {}, {}, 1),                // ceil_mode
+    pool_case({1, 24, 8, 8}, {3, 2}, {2, 3}, {}, {1, 0, 1, 1}, 1),     // ceil_mode past the explicit pads
+    pool_case({1, 12, 11, 13}, {3, 3}, {1, 1}, {2, 2}, {2, 2, 2, 2}),  // dilations; float16 one channel a thread
+    pool_case({1, 20, 3, 4}, {5, 5}, {1, 1}, {}, {2, 2, 2, 2}),        // windows wider than X
+    pool_case({2, 7, 9, 10}, {2, 2}, {2, 2}),                          // no vector at all
+    pool_case({1, 64, 5, 6}, {3, 3}, {2, 2}, {}, {0, 1, 2, 1}, 1),     // asymmetric pads
+};
+
+// Max is exact; Average: float32 sums of at most 25 terms against double (kRtol32), and
+// float16's output rounding (kRtol16).
+TEST(CudaNhwcPool, VectorAndScalarChannelPathsMatchThePlainReference) {
+  EMBER_REQUIRE_GPU();
+  for (DType t : kFloatTypes)
+    for (const PoolCase& c : kNhwcCases) {
+      const Tensor x = seeded_tensor(t, channels_last(c.x), 39, -4, 4);
+      SCOPED_TRACE(describe(c) + " " + dtype_name(t));
+      for (bool max : {true, false})
+        for (int64_t count_pad : {0, 1}) {
+          if (max && count_pad) continue;
+          Attributes at = pool_attributes(c);
+          if (!max) at.set_int("count_include_pad", count_pad);
+          SCOPED_TRACE(std::string(max ? "Max" : "Average") + " count_include_pad " + std::to_string(count_pad));
+          const Tensor y = run_on_cuda(make_node(max ? "NhwcMaxPool" : "NhwcAveragePool", 1, 1, at, "com.ember"), 1,
+                                       {&x})[0];
+          expect_close(y, nhwc_reference_pool(x, y.shape(), c, max, count_pad != 0), max ? 0 : rtol(t),
+                       max ? 0 : atol(t));
+        }
+    }
+}
+
+// Max skips NaN (a window of NaNs only gives -inf), as pool_kernel and the CPU
+// reference loop do.
+TEST(CudaNhwcPool, MaxSkipsNaN) {
+  EMBER_REQUIRE_GPU();
+  const PoolCase c = pool_case({1, 16, 6, 6}, {2, 2}, {2, 2});
+  for (DType t : kFloatTypes) {
+    Tensor x = seeded_tensor(DType::Float32, channels_last(c.x), 40);
+    float* v = x.data_as<float>();
+    for (int64_t i = 0; i < x.numel(); i += 3) v[i] = NAN;
+    for (int64_t pixel : {0, 1, 6, 7}) v[pixel * 16] = NAN;  // channel 0 of the first window: NaN only
+    const Tensor xt = cast_to(x, t);
+    SCOPED_TRACE(dtype_name(t));
+    const Tensor y = run_on_cuda(make_node("NhwcMaxPool", 1, 1, pool_attributes(c), "com.ember"), 1, {&xt})[0];
+    EXPECT_EQ(element(y, 0), -INFINITY);
+    expect_close(y, nhwc_reference_pool(xt, y.shape(), c, true, false), 0, 0);
+  }
+}
+
+// X and Y a few bytes off 16-byte alignment: the one-channel path, the same bits as the
+// vector path on aligned copies.
+TEST(CudaNhwcPool, MisalignedPointersGiveTheSameBits) {
+  EMBER_REQUIRE_GPU();
+  const PoolCase c = pool_case({2, 16, 9, 7}, {3, 3}, {2, 2}, {}, {1, 1, 1, 1});
+  const Tensor x = seeded_tensor(DType::Float16, channels_last(c.x), 41);
+  cuda::PoolArgs a;
+  a.mode = cuda::PoolMode::Average;
+  a.channels_last = true;
+  a.channels = 16;
+  a.planes = 2 * 16;
+  a.in[1] = 9, a.in[2] = 7, a.out[1] = 5, a.out[2] = 4;
+  a.kernel[1] = a.kernel[2] = 3;
+  a.stride[1] = a.stride[2] = 2;
+  a.pad_begin[1] = a.pad_begin[2] = a.pad_end[1] = a.pad_end[2] = 1;
+  const size_t y_bytes = 2 * 5 * 4 * 16 * 2, room = x.nbytes() + y_bytes + 64;
+  cuda::StreamContext* context = cuda::create_stream_context(0);
+  char* buffer = nullptr;
+  cuda::check(cudaMalloc(&buffer, 2 * room), "cudaMalloc");
+  Tensor ys[2] = {Tensor(DType::Float16, {2, 5, 4, 16}), Tensor(DType::Float16, {2, 5, 4, 16})};
+  for (int shifted : {0, 1}) {
+    char* base = buffer + shifted * room;
+    a.x = base + 2 * shifted;
+    a.y = base + x.nbytes() + 32 + 6 * shifted;
+    cuda::check(cudaMemcpy(const_cast<void*>(a.x), x.data(), x.nbytes(), cudaMemcpyHostToDevice), "upload");
+    cuda::launch_pool(cuda::PoolType::Float16, a, context->stream);
+    cuda::check(cudaMemcpyAsync(ys[shifted].data(), a.y, y_bytes, cudaMemcpyDeviceToHost, context->stream),
+                "download");
+  }
+  cuda::check(cudaStreamSynchronize(context->stream), "pooling");
+  cudaFree(buffer);
+  cuda::destroy_stream_context(context);
+  EXPECT_EQ(std::memcmp(ys[0].data(), ys[1].data(), y_bytes), 0);
+  expect_close(ys[1], nhwc_reference_pool(x, ys[1].shape(), c, false, false), kRtol16, kAtol16);
 }
 
 TEST(CudaNhwcPool, GlobalAverageAndMaxMatchTheCpu) {
