@@ -10,9 +10,9 @@ namespace ember::cuda {
 
 namespace {
 
-bool heuristic_only() {
+bool timing_asked() {
   static const bool on = [] {
-    const char* v = std::getenv("EMBER_CUDNN_HEURISTIC");
+    const char* v = std::getenv("EMBER_CUDNN_FIND");
     return v && std::string(v) == "1";
   }();
   return on;
@@ -94,7 +94,7 @@ bool heuristic(const StreamContext& ctx, const TensorDesc& x, const FilterDesc& 
 bool choose_forward_algorithm(const StreamContext& ctx, const TensorDesc& x, const FilterDesc& w,
                               const ConvDesc& conv, const TensorDesc& y, bool half, const std::string& key,
                               ForwardAlgorithm* chosen) {
-  if (heuristic_only()) return heuristic(ctx, x, w, conv, y, half, chosen);
+  if (!timing_asked()) return heuristic(ctx, x, w, conv, y, half, chosen);
   {
     std::lock_guard lock(cache_mutex);
     if (auto it = cache().find(key); it != cache().end()) {

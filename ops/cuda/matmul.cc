@@ -1,7 +1,7 @@
 // MatMul, Gemm and their com.ember fused forms (bias, activation) on cuBLASLt. The
 // batch layout and the row-major to column-major mapping are in matmul_plan.h; the
-// algorithm is the fastest of cuBLASLt's candidates, timed at plan time
-// (matmul_algorithm.h).
+// algorithm is cuBLASLt's heuristic pick, or the fastest of its candidates timed at
+// plan time on request (matmul_algorithm.h).
 #include "graph/elementwise_table.h"
 #include "ops/cuda/cuda_common.h"
 #include "ops/cuda/dense_epilogue_impl.h"

@@ -65,8 +65,8 @@ float time_trials(const LtAlgorithm& algorithm, void* workspace, cudaStream_t st
 }  // namespace
 
 bool lt_timing_enabled() {
-  const char* heuristic = std::getenv("EMBER_CUBLASLT_HEURISTIC");
-  return !heuristic || std::strcmp(heuristic, "0") == 0 || *heuristic == '\0';
+  const char* timing = std::getenv("EMBER_CUBLASLT_TIMING");
+  return timing && std::strcmp(timing, "1") == 0;
 }
 
 std::optional<LtAlgorithm> cached_lt_algorithm(const std::string& key) {

@@ -63,13 +63,13 @@ class RowNormKernel final : public Kernel {
   }
 
  private:
-  size_t params_;
   float* stat_output(const RunArgs& args, size_t i) const {
     if (args_.rms || args.outputs.size() <= i || !args.outputs[i]) return nullptr;
     return args.outputs[i]->data_as<float>();
   }
 
   cuda::RowNormArgs args_;
+  size_t params_;
 };
 
 // LayerNormalization (opset 17) and RMSNormalization (opset 23): rows of the dims from
