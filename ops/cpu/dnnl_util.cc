@@ -1,4 +1,5 @@
 #include "ops/cpu/dnnl_util.h"
+#include "ops/cpu/bfloat16_convert.h"
 
 #include "ops/cpu/activation_in_primitive.h"
 #include "ops/cpu/parallel.h"
@@ -273,15 +274,43 @@ void dnnl_execute(const dnnl::primitive& prim, DnnlHandles& handles, std::initia
   check(status, "primitive execution");
 }
 
+namespace {
+
+// The number of values when `from` is float32 in a dense strided layout (no blocking,
+// no gaps, no offset) and `to` is the same layout in bfloat16; else 0.
+int64_t same_layout_narrowing(const dnnl::memory::desc& from, const dnnl::memory::desc& to) {
+  using dt = dnnl::memory::data_type;
+  if (from.data_type() != dt::f32 || to.data_type() != dt::bf16) return 0;
+  const dnnl_memory_desc_t& f = from.data;
+  if (f.format_kind != dnnl_blocked || f.format_desc.blocking.inner_nblks != 0 || f.offset0 != 0) return 0;
+  const dnnl::memory::dims dims = from.dims();
+  int64_t count = 1;
+  for (int i = 0; i < f.ndims; ++i) {
+    if (f.padded_dims[i] != f.dims[i]) return 0;
+    count *= dims[static_cast<size_t>(i)];
+  }
+  const dnnl::memory::dims strides(f.format_desc.blocking.strides, f.format_desc.blocking.strides + f.ndims);
+  if (count == 0 || from.get_size() != static_cast<size_t>(count) * sizeof(float)) return 0;
+  return to == dnnl::memory::desc(dims, dt::bf16, strides) ? count : 0;
+}
+
+}  // namespace
+
 DnnlReorder::DnnlReorder(const dnnl::memory::desc& from, const dnnl::memory::desc& to)
     : active_(from != to), from_(from), to_(to) {
   if (!active_) return;
+  narrow_count_ = same_layout_narrowing(from, to);
+  if (narrow_count_) return;
   const dnnl::reorder::primitive_desc pd(dnnl_engine(), from, dnnl_engine(), to, make_dnnl_attr());
   prim_ = dnnl::reorder(pd);
   scratch_md_ = pd.scratchpad_desc();
 }
 
 void DnnlReorder::run(const void* from, void* to, void* scratch) const {
+  if (narrow_count_) {
+    narrow_to_bfloat16(static_cast<const float*>(from), static_cast<uint16_t*>(to), narrow_count_);
+    return;
+  }
   dnnl_execute(prim_, handles_, {{DNNL_ARG_FROM, &from_, from}, {DNNL_ARG_TO, &to_, to}, {DNNL_ARG_SCRATCHPAD, &scratch_md_, scratch}});
 }
 

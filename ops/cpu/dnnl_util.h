@@ -134,6 +134,9 @@ class DnnlReorder {
 
  private:
   bool active_ = false;
+  // float32 to bfloat16 in the same dense layout (bf16 math's operands): our own
+  // conversion over `narrow_count_` values instead of oneDNN's (bfloat16_convert.h).
+  int64_t narrow_count_ = 0;
   mutable DnnlHandles handles_;
   dnnl::reorder prim_;
   dnnl::memory::desc from_, to_, scratch_md_;
