@@ -153,7 +153,7 @@ void write_report(ember::Session& session, const std::vector<ember::Tensor>& inp
   if (!opt.profile) {
     constexpr int kRuns = 20;
     constexpr double kSeconds = 2;
-    infer::profile_runs(session, inputs, separate, kRuns, kSeconds, opt.timeout_ms);
+    infer::profile_runs(session, inputs, separate, kRuns, kSeconds, opt.timeout_ms, settings.concurrency <= 1);
     how = "Profiled after the timed runs, on one thread, so the profiler does not slow them: " +
           std::to_string(separate.runs) + " run(s) (at most " + std::to_string(kRuns) + " runs or " +
           std::to_string(static_cast<int>(kSeconds)) + " s).";

@@ -38,9 +38,9 @@ BenchResult benchmark(ember::Session& session, const std::vector<ember::Tensor>&
 
 // Profiles runs on one thread, untimed, after a benchmark (so the profiler's cost stays
 // out of the timed runs): `max_runs` runs, or fewer once `max_seconds` have passed (at
-// least one).
+// least one); on the calling thread when the benchmark's runs were there (concurrency 1).
 void profile_runs(ember::Session& session, const std::vector<ember::Tensor>& inputs, ember::Profile& profile,
-                  int max_runs, double max_seconds, double timeout_ms);
+                  int max_runs, double max_seconds, double timeout_ms, bool on_calling_thread);
 
 // Options for one run: a deadline `timeout_ms` from now (none when 0).
 ember::RunOptions run_options_with_timeout(double timeout_ms);
