@@ -169,9 +169,7 @@ void optimize_graph(Graph& graph, const NodeEvaluator& evaluate, bool for_cpu, b
   // strided operands (fold_matmul_transposes), faster than a fused loop.
   if (!for_cpu) fuse_attention(graph);
   fuse_bias_activation(graph);
-  // After the conv epilogues have taken their residual Adds. The CPU has no kernel for
-  // the fused node (its LayerNorm is oneDNN's): there it would only run its parts.
-  if (!for_cpu) fuse_add_layer_norm(graph);
+  fuse_add_layer_norm(graph);  // after the conv epilogues have taken their residual Adds
   if (for_cpu || channels_last) plan_channels_last(graph);
   if (for_cpu) fold_matmul_transposes(graph);
   fuse_elementwise(graph);  // after the GEMM/conv epilogues have taken what they can

@@ -6,6 +6,10 @@
 //
 // float16 is stored as such and computed in float32 (the same code as float32 on the
 // widened values), rounded once when written.
+//
+// com.ember AddLayerNormalization (graph/passes/fuse_add_layer_norm.cc) is the same
+// kernel on X + R: each row's sum goes to Y in X's dtype, exactly the decomposition's
+// Add, and is normalized there in place while it is in L1.
 #include "graph/schemas/norm.h"
 #include "ops/cpu/parallel.h"
 #include "ops/registry.h"
@@ -89,13 +93,16 @@ class LayerNormKernel final : public Kernel {
   using C = ComputeOf<T>;
 
  public:
-  LayerNormKernel(int64_t rows, int64_t cols, float epsilon, Broadcast scale, Broadcast bias)
-      : rows_(rows), cols_(cols), epsilon_(epsilon), scale_(scale), bias_(bias) {}
+  // `params`: the index of Scale (B after it); 2 when input 1 is the residual R.
+  LayerNormKernel(int64_t rows, int64_t cols, float epsilon, Broadcast scale, Broadcast bias, size_t params)
+      : rows_(rows), cols_(cols), epsilon_(epsilon), scale_(scale), bias_(bias), params_(params) {}
 
   void run(const RunArgs& args) const override {
     const T* x = args.inputs[0]->data_as<T>();
-    const T* scale = args.inputs[1]->data_as<T>();
-    const T* bias = args.inputs.size() > 2 && args.inputs[2] ? args.inputs[2]->data_as<T>() : nullptr;
+    const T* residual = params_ == 2 ? args.inputs[1]->data_as<T>() : nullptr;
+    const T* scale = args.inputs[params_]->data_as<T>();
+    const size_t b = params_ + 1;
+    const T* bias = args.inputs.size() > b && args.inputs[b] ? args.inputs[b]->data_as<T>() : nullptr;
     T* y = args.outputs[0]->data_as<T>();
     float* mean_out = output(args, 1);
     float* inv_out = output(args, 2);
@@ -107,6 +114,12 @@ class LayerNormKernel final : public Kernel {
     parallel_for(rows_, cols_ * 8, [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) {
         const T* in = x + r * cols_;
+        if (residual) {
+          T* sum = y + r * cols_;
+          const T* add = residual + r * cols_;
+          for (int64_t j = 0; j < cols_; ++j) sum[j] = T(C(in[j]) + C(add[j]));
+          in = sum;
+        }
         const C mean = sum_row<C>(in, cols_) / C(cols_);
         const C inv = C(1) / std::sqrt(squared_deviation(in, cols_, mean) / C(cols_) + C(epsilon_));
         if (mean_out) mean_out[r] = float(mean);
@@ -143,10 +156,20 @@ class LayerNormKernel final : public Kernel {
   int64_t rows_, cols_;
   float epsilon_;
   Broadcast scale_, bias_;
+  size_t params_;
 };
 
+// LayerNormalization; kResidual: com.ember AddLayerNormalization (X, R, Scale, B), whose
+// R of another shape than X (a broadcasting Add) is left to the decomposition.
+template <bool kResidual = false>
 std::unique_ptr<Kernel> make_layer_norm(KernelInit& init, std::string* why_not) {
   const Shape& x = init.inputs[0].shape;
+  const size_t params = kResidual ? 2 : 1;
+  if (kResidual && (init.inputs[1].shape != x || init.inputs[1].dtype != init.inputs[0].dtype)) {
+    *why_not = "the residual " + shape_to_string(init.inputs[1].shape) + " is not X's shape " + shape_to_string(x) +
+               " and dtype (the fused kernel adds them element by element)";
+    return nullptr;
+  }
   const auto [axis, rows, cols] = row_norm_shape(infer_context(init));
   if (x.size() > 16) {
     *why_not = "rank above 16";
@@ -158,24 +181,29 @@ std::unique_ptr<Kernel> make_layer_norm(KernelInit& init, std::string* why_not) 
     return nullptr;
   }
   const DType dtype = init.inputs[0].dtype;
-  const bool has_bias = init.inputs.size() > 2 && init.inputs[2].present();
-  if (init.inputs[1].dtype != dtype || (has_bias && init.inputs[2].dtype != dtype))
+  const bool has_bias = init.inputs.size() > params + 1 && init.inputs[params + 1].present();
+  if (init.inputs[params].dtype != dtype || (has_bias && init.inputs[params + 1].dtype != dtype))
     init.fail("Scale and B must have the dtype of X");
-  const Broadcast scale = make_broadcast(x, init.inputs[1].shape, axis);
-  const Broadcast bias = has_bias ? make_broadcast(x, init.inputs[2].shape, axis) : Broadcast{};
+  const Broadcast scale = make_broadcast(x, init.inputs[params].shape, axis);
+  const Broadcast bias = has_bias ? make_broadcast(x, init.inputs[params + 1].shape, axis) : Broadcast{};
   const float epsilon = attributes->epsilon;
   switch (dtype) {
-    case DType::Float32: return std::make_unique<LayerNormKernel<float>>(rows, cols, epsilon, scale, bias);
-    case DType::Float64: return std::make_unique<LayerNormKernel<double>>(rows, cols, epsilon, scale, bias);
-    case DType::Float16: return std::make_unique<LayerNormKernel<Float16>>(rows, cols, epsilon, scale, bias);
+    case DType::Float32: return std::make_unique<LayerNormKernel<float>>(rows, cols, epsilon, scale, bias, params);
+    case DType::Float64: return std::make_unique<LayerNormKernel<double>>(rows, cols, epsilon, scale, bias, params);
+    case DType::Float16: return std::make_unique<LayerNormKernel<Float16>>(rows, cols, epsilon, scale, bias, params);
     default:
       *why_not = std::string(dtype_name(dtype)) + " is not supported";
       return nullptr;
   }
 }
 
+std::unique_ptr<Kernel> make_add_layer_norm(KernelInit& init, std::string* why_not) {
+  return make_layer_norm<true>(init, why_not);
+}
+
 }  // namespace
 
-EMBER_KERNEL("LayerNormalization", "", 17, kMaxOpset, DeviceKind::Cpu, make_layer_norm);
+EMBER_KERNEL("LayerNormalization", "", 17, kMaxOpset, DeviceKind::Cpu, make_layer_norm<>);
+EMBER_KERNEL("AddLayerNormalization", "com.ember", 1, kMaxOpset, DeviceKind::Cpu, make_add_layer_norm);
 
 }  // namespace ember
