@@ -50,16 +50,7 @@ int fuse_add_layer_norm(Graph& graph) {
     dead[static_cast<size_t>(it->second)] = dead[i] = true;
     fused_nodes.push_back(std::move(fused));
   }
-  if (fused_nodes.empty()) return 0;
-  graph.opset_imports["com.ember"] = 1;
-  const int count = static_cast<int>(fused_nodes.size());
-  for (Node& n : fused_nodes) {
-    graph.nodes.push_back(std::move(n));
-    dead.push_back(false);
-  }
-  erase_nodes(graph, dead);
-  topological_sort(graph);
-  return count;
+  return replace_with_fused(graph, dead, std::move(fused_nodes));
 }
 
 }  // namespace ember

@@ -54,16 +54,7 @@ class AttentionFuser {
   int run() {
     for (size_t i = 0; i < graph_.nodes.size(); ++i)
       if (is(graph_.nodes[i], "Softmax")) match(static_cast<int>(i));
-    if (added_.empty()) return 0;
-    graph_.opset_imports["com.ember"] = 1;
-    const int fused = static_cast<int>(added_.size());
-    for (Node& n : added_) {
-      graph_.nodes.push_back(std::move(n));
-      dead_.push_back(false);
-    }
-    erase_nodes(graph_, dead_);
-    topological_sort(graph_);
-    return fused;
+    return replace_with_fused(graph_, dead_, std::move(added_));
   }
 
  private:

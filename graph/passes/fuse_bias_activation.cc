@@ -45,16 +45,12 @@ class Fuser {
       if (n.op_type == "MatMul") fuse(static_cast<int>(i), "FusedMatMul", false);
       if (n.op_type == "Gemm") fuse(static_cast<int>(i), "FusedGemm", false);
     }
-    if (fusions_.empty()) return 0;
-    graph_.opset_imports["com.ember"] = 1;
+    std::vector<Node> fused;
     for (Fusion& f : fusions_) {
       for (int k : f.nodes) dead_[k] = true;
-      graph_.nodes.push_back(std::move(f.fused));
-      dead_.push_back(false);
+      fused.push_back(std::move(f.fused));
     }
-    erase_nodes(graph_, dead_);
-    topological_sort(graph_);
-    return static_cast<int>(fusions_.size());
+    return replace_with_fused(graph_, dead_, std::move(fused));
   }
 
  private:

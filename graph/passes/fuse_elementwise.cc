@@ -56,12 +56,7 @@ class Fuser {
       Node node;
       if (fuse_from(static_cast<int>(i), &node)) fused.push_back(std::move(node));
     }
-    if (fused.empty()) return 0;
-    graph_.opset_imports["com.ember"] = 1;
-    erase_nodes(graph_, dead_);
-    for (Node& n : fused) graph_.nodes.push_back(std::move(n));
-    topological_sort(graph_);
-    return static_cast<int>(fused.size());
+    return replace_with_fused(graph_, dead_, std::move(fused));
   }
 
  private:

@@ -59,6 +59,15 @@ void attach_decomposition(const Graph& graph, const std::vector<int>& parts, Nod
   fused.attributes.set(kDecompositionAttribute, std::move(a));
 }
 
+int replace_with_fused(Graph& graph, const std::vector<bool>& dead, std::vector<Node> fused) {
+  if (fused.empty()) return 0;
+  graph.opset_imports["com.ember"] = 1;
+  erase_nodes(graph, dead);
+  for (Node& n : fused) graph.nodes.push_back(std::move(n));
+  topological_sort(graph);
+  return static_cast<int>(fused.size());
+}
+
 void erase_nodes(Graph& graph, const std::vector<bool>& dead) {
   std::vector<Node> kept;
   kept.reserve(graph.nodes.size());

@@ -40,6 +40,11 @@ bool scalar_constant(const Graph& graph, const std::string& value, float* out);
 // past the end of `dead` (appended after it was sized) are kept.
 void erase_nodes(Graph& graph, const std::vector<bool>& dead);
 
+// A fusion pass's last step: the nodes marked `dead` go, the com.ember `fused` nodes
+// come in (the domain imported), and the graph is sorted again. Returns how many were
+// fused.
+int replace_with_fused(Graph& graph, const std::vector<bool>& dead, std::vector<Node> fused);
+
 }  // namespace ember
 
 namespace ember {
