@@ -36,6 +36,9 @@ int fuse_add_layer_norm(Graph& graph) {
     if (it == producer.end() || !consumers.single_reader(x) || dead[it->second]) continue;
     const Node& add = graph.nodes[it->second];
     if (!is(add, "Add") || add.inputs.size() != 2 || add.inputs[0].empty() || add.inputs[1].empty()) continue;
+    // A constant operand is a bias ([N], [1, N], [1, 1, N]), not a residual of X's shape:
+    // the fused kernels would decline it and run the two nodes anyway.
+    if (graph.initializers.count(add.inputs[0]) || graph.initializers.count(add.inputs[1])) continue;
 
     Node fused;
     fused.name = norm.name.empty() ? norm.outputs[0] + "/add_layer_norm" : norm.name + "/add_layer_norm";

@@ -70,6 +70,14 @@ TEST(FuseAddLayerNorm, LeftAloneWhenTheSumOrTheStatisticsHaveOtherReaders) {
   stats_read.outputs.push_back(input("mean"));
   EXPECT_EQ(fuse_add_layer_norm(stats_read), 0);
 
+  for (const Shape& bias : {Shape{16}, Shape{1, 16}, Shape{1, 1, 16}}) {  // a constant bias, not a residual
+    Graph biased = residual_norm(true);
+    biased.inputs.pop_back();
+    std::mt19937 rng(5);
+    biased.initializers["r"] = random_tensor(bias, rng);
+    EXPECT_EQ(fuse_add_layer_norm(biased), 0) << shape_to_string(bias);
+  }
+
   Graph stats_unread = residual_norm(true);  // named but unread: fuses
   stats_unread.nodes[1].outputs = {"y", "mean", "inv_std"};
   EXPECT_EQ(fuse_add_layer_norm(stats_unread), 1);
