@@ -22,6 +22,14 @@
 namespace ember {
 namespace {
 
+// This process's own folder for the models the tests write, removed at exit: ctest runs
+// the tests as parallel processes, and one writing a shared file while another loads
+// it made the load fail.
+const test::TempDir& process_temp_dir() {
+  static const test::TempDir dir;
+  return dir;
+}
+
 constexpr int64_t kWidth = 512, kHidden = 2048;
 
 // x [b, s, 512] -> MatMul [512, 2048] -> Relu -> MatMul [2048, 512] -> Add x -> y: a
@@ -44,9 +52,9 @@ std::string write_mlp_model() {
   test::add_node(g, "Relu", {"h"}, {"r"}, "r_node");
   test::add_node(g, "MatMul", {"r", "w2"}, {"p"}, "p_node");
   test::add_node(g, "Add", {"p", "x"}, {"y"}, "y_node");
-  const auto path = std::filesystem::temp_directory_path() / "ember_mlp_block.onnx";
-  test::write_file(path.string(), m.SerializeAsString());
-  return path.string();
+  const std::string path = process_temp_dir() / "ember_mlp_block.onnx";
+  test::write_file(path, m.SerializeAsString());
+  return path;
 }
 
 Tensor random_input(int64_t batch, int64_t sequence, uint32_t seed) {
@@ -104,9 +112,9 @@ TEST(BoundedMemory, MoreMemoryThanThereIsIsAClearErrorAtOnce) {
   repeats.add_int64_data(int64_t{1} << 30);  // 4 TiB of float32
   *g.add_initializer() = repeats;
   test::add_node(g, "Tile", {"x", "repeats"}, {"y"}, "tile");
-  const auto path = std::filesystem::temp_directory_path() / "ember_huge_tile.onnx";
-  test::write_file(path.string(), m.SerializeAsString());
-  Session session(path.string());
+  const std::string path = process_temp_dir() / "ember_huge_tile.onnx";
+  test::write_file(path, m.SerializeAsString());
+  Session session(path);
   const Tensor x(DType::Float32, {1024});
   const auto start = std::chrono::steady_clock::now();
   try {
@@ -247,9 +255,9 @@ TEST(BoundedMemory, AWeightReadUnpackedKeepsItsOriginal) {
   *g.add_initializer() = test::float_tensor("w", {4, 4}, w);
   test::add_node(g, "MatMul", {"x", "w"}, {"p"});
   test::add_node(g, "Add", {"p", "w"}, {"y"});
-  const auto path = std::filesystem::temp_directory_path() / "ember_weight_read_twice.onnx";
-  test::write_file(path.string(), m.SerializeAsString());
-  Session session(path.string(), {.num_threads = 1});
+  const std::string path = process_temp_dir() / "ember_weight_read_twice.onnx";
+  test::write_file(path, m.SerializeAsString());
+  Session session(path, {.num_threads = 1});
   Tensor x(DType::Float32, {4, 4});
   for (int i = 0; i < 16; ++i) x.data_as<float>()[i] = 0.5f * i - 3.f;
   const Tensor y = run(session, x)[0];

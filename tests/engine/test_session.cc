@@ -2,6 +2,7 @@
 // steady-state runs that allocate nothing, new input shapes planned on the fly.
 #include "allocation_counter.h"
 #include "engine/src/device_select.h"
+#include "loader/helpers.h"  // TempDir, write_file
 
 #include <ember/ember.h>
 
@@ -82,10 +83,12 @@ std::string write_own_kernels_model() {
   for (int p : {0, 2, 1}) perm->add_ints(p);
   node("Softmax", {"t"}, "sm");
   node("LayerNormalization", {"sm", "scale", "shift"}, "y");
-  const auto path = std::filesystem::temp_directory_path() / "ember_own_kernels.onnx";
-  std::ofstream f(path, std::ios::binary);
-  m.SerializeToOstream(&f);
-  return path.string();
+  // This process's own folder, removed at exit: ctest runs the tests as parallel
+  // processes, and one writing a shared file while another loads it fails the load.
+  static const test::TempDir dir;
+  const std::string path = dir / "ember_own_kernels.onnx";
+  test::write_file(path, m.SerializeAsString());
+  return path;
 }
 
 TEST(Session, SteadyStateRunsAllocateNothing) {
