@@ -9,7 +9,9 @@
 // tensor cores without cuDNN transposing each tensor in and out. W goes to KRSC
 // (nothing to do for 1x1 filters): a session weight once, at plan time, into device
 // memory every plan shares (PackedWeights); a W known only at run time into the
-// workspace each run. Pads must be symmetric.
+// workspace each run. A float16 X whose channels are not a multiple of 8 (an image
+// stem's C = 3) is copied with zero channels up to the next multiple, and a packed W
+// gets the same zero channels, since cuDNN reaches the tensor cores only then.
 //
 // The algorithm is timed at plan time (conv_algorithm.h).
 //
@@ -72,16 +74,18 @@ class ConvKernel final : public Kernel {
     y_numel_ = shape_numel(y);
     if (y_numel_ == 0) return true;
 
-    // The symmetric part of the pads to cuDNN, the rest into a padded copy of X.
-    const cuda::ConvPadding padding = cuda::conv_padding(x, g);
-    if (channels_last_ && (padding.copy || x.size() != 4)) {
-      *why_not = "channels-last convolutions on CUDA are 2-D with symmetric pads";
-      return false;
-    }
+    // The symmetric part of the pads to cuDNN, the rest (and any zero channels) into a
+    // padded copy of X.
+    const bool packable = channels_last_ && packable_filter(init);
+    padded_channels_ = packable && half_ && group == 1 && x[1] % 8 != 0;
+    channels_ = padded_channels_ ? (x[1] + 7) / 8 * 8 : x[1];
+    const cuda::ConvPadding padding =
+        channels_last_ ? cuda::conv_padding_nhwc(x, g, channels_) : cuda::conv_padding(x, g);
     pad_ = padding.copy;
     pad_args_ = padding.copy_args;
     Shape xpad = padding.padded_x;
     Shape wd = w, yd = y;
+    if (padded_channels_) wd[1] = channels_;
     if (!cuda::set_conv_desc(conv_desc_, half_, group, padding.symmetric, g.strides, g.dilations, &xpad, &wd, &yd,
                              why_not))
       return false;
@@ -90,7 +94,7 @@ class ConvKernel final : public Kernel {
       cuda::set_nhwc_filter(w_desc_, t, wd);
       cuda::set_nhwc(y_desc_, t, yd);
       plan_filter_transpose(wd);
-      if (transpose_filter_) pack_filter(init);
+      if (packable && (transpose_filter_ || padded_channels_)) pack_filter(init);
     } else {
       cuda::set_packed(x_desc_, t, xpad);
       cuda::set_filter(w_desc_, t, wd);
@@ -207,17 +211,26 @@ class ConvKernel final : public Kernel {
   }
 
  private:
-  // A session weight W as KRSC, made once and held on the device (PackedWeights, so
-  // every plan of the session shares it); then no run transposes it. W is on the host
-  // at plan time (the planner hands kernels the initializer). Anything else, such as a
-  // W computed at run time, stays with the per-run transpose.
-  void pack_filter(KernelInit& init) {
+  // Whether W is a session weight, on the host at plan time (the planner hands kernels
+  // the initializer). Anything else, such as a W computed at run time, stays with the
+  // per-run transpose.
+  static bool packable_filter(const KernelInit& init) {
     const Tensor* w = init.values.size() > 1 ? init.values[1] : nullptr;
-    if (!init.is_weight(1) || !w->data() || w->dtype() != init.inputs[0].dtype) return;
+    return init.is_weight(1) && w && w->data() && w->dtype() == init.inputs[0].dtype;
+  }
+
+  // W as KRSC (with zero channels up to channels_ where padded_channels_), made once
+  // and held on the device (PackedWeights, so every plan of the session shares it);
+  // then no run transposes it.
+  void pack_filter(KernelInit& init) {
+    const Tensor& w = *init.values[1];
     const int device = cuda::stream_context(init).device;
+    const int64_t c = w.shape()[1], channels = padded_channels_ ? channels_ : c;  // per group
+    std::string form = "cuda:" + std::to_string(device) + " KRSC";
+    if (channels != c) form += " with " + std::to_string(channels) + " channels";
+    const size_t bytes = w.nbytes() / static_cast<size_t>(c) * static_cast<size_t>(channels);
     packed_filter_ = init.packed_weights->get(
-        *w, "cuda:" + std::to_string(device) + " KRSC", w->nbytes(),
-        [&] { return upload(cuda::filter_to_krsc(*w), device); }, init.device);
+        w, form, bytes, [&] { return upload(cuda::filter_to_krsc(w, channels), device); }, init.device);
     transpose_filter_ = false;
   }
 
@@ -252,6 +265,8 @@ class ConvKernel final : public Kernel {
   bool epilogue_needed_ = false;
   mutable std::atomic<bool> fused_refused_{false};  // cuDNN said NOT_SUPPORTED to the fused call
   int64_t y_numel_ = 0;
+  int64_t channels_ = 0;  // of X as cuDNN reads it: C, or C with zero channels added
+  bool padded_channels_ = false;  // X and W get zero channels up to channels_ (group 1)
   cuda::ShiftCopyArgs pad_args_;
   cuda::EpilogueArgs epilogue_;
 };

@@ -5,21 +5,60 @@
 
 namespace ember::cuda {
 
+namespace {
+
+// Per spatial dim: the symmetric part of ONNX's pads (for cuDNN) and the extra rows
+// before and after, which the copy adds.
+struct SpatialPads {
+  std::vector<int64_t> symmetric, extra_begin, extra_end;
+  bool extra = false;
+};
+
+SpatialPads split_pads(const WindowGeometry& g, size_t spatial) {
+  SpatialPads s;
+  for (size_t i = 0; i < spatial; ++i) {
+    const int64_t sym = std::min(g.pads_begin[i], g.pads_end[i]);
+    s.symmetric.push_back(sym);
+    s.extra_begin.push_back(g.pads_begin[i] - sym);
+    s.extra_end.push_back(g.pads_end[i] - sym);
+    s.extra |= s.extra_begin.back() > 0 || s.extra_end.back() > 0;
+  }
+  return s;
+}
+
+}  // namespace
+
 ConvPadding conv_padding(const Shape& x, const WindowGeometry& g) {
-  ConvPadding p;
   const size_t sd = x.size() - 2, lead = 3 - sd;
+  const SpatialPads s = split_pads(g, sd);
+  ConvPadding p;
   p.padded_x = x;
-  p.symmetric.resize(sd);
+  p.symmetric = s.symmetric;
+  p.copy = s.extra;
   p.copy_args.planes = x[0] * x[1];
   for (size_t i = 0; i < sd; ++i) {
-    const int64_t sym = std::min(g.pads_begin[i], g.pads_end[i]);
-    const int64_t extra_begin = g.pads_begin[i] - sym, extra_end = g.pads_end[i] - sym;
-    p.copy |= extra_begin > 0 || extra_end > 0;
-    p.symmetric[i] = sym;
-    p.padded_x[2 + i] += extra_begin + extra_end;
+    p.padded_x[2 + i] += s.extra_begin[i] + s.extra_end[i];
     p.copy_args.in[lead + i] = x[2 + i];
     p.copy_args.out[lead + i] = p.padded_x[2 + i];
-    p.copy_args.shift[lead + i] = extra_begin;
+    p.copy_args.shift[lead + i] = s.extra_begin[i];
+  }
+  return p;
+}
+
+ConvPadding conv_padding_nhwc(const Shape& x, const WindowGeometry& g, int64_t channels) {
+  const SpatialPads s = split_pads(g, 2);
+  ConvPadding p;
+  p.padded_x = {x[0], channels, x[2] + s.extra_begin[0] + s.extra_end[0], x[3] + s.extra_begin[1] + s.extra_end[1]};
+  p.symmetric = s.symmetric;
+  p.copy = s.extra || channels != x[1];
+  // [N][H][W][C] -> [N][H'][W'][C'], the image shifted by the extra leading pads.
+  p.copy_args.planes = x[0];
+  const int64_t in[3] = {x[2], x[3], x[1]}, out[3] = {p.padded_x[2], p.padded_x[3], channels};
+  const int64_t shift[3] = {s.extra_begin[0], s.extra_begin[1], 0};
+  for (int i = 0; i < 3; ++i) {
+    p.copy_args.in[i] = in[i];
+    p.copy_args.out[i] = out[i];
+    p.copy_args.shift[i] = shift[i];
   }
   return p;
 }
@@ -46,17 +85,17 @@ DeconvGeometry deconv_geometry(const Shape& x, const Shape& y, const TransposedW
   return d;
 }
 
-Tensor filter_to_krsc(const Tensor& w) {
+Tensor filter_to_krsc(const Tensor& w, int64_t channels) {
   const Shape& s = w.shape();
   const int64_t k = s[0], c = s[1], rs = s[2] * s[3];
   const size_t esize = static_cast<size_t>(dtype_bits(w.dtype()) / 8);
-  Tensor out(w.dtype(), {k, s[2], s[3], c});
+  Tensor out(w.dtype(), {k, s[2], s[3], channels});  // zero-filled
   const char* in = static_cast<const char*>(w.data());
   char* o = static_cast<char*>(out.data());
   for (int64_t ki = 0; ki < k; ++ki)
     for (int64_t ci = 0; ci < c; ++ci)
       for (int64_t p = 0; p < rs; ++p)
-        std::memcpy(o + ((ki * rs + p) * c + ci) * esize, in + ((ki * c + ci) * rs + p) * esize, esize);
+        std::memcpy(o + ((ki * rs + p) * channels + ci) * esize, in + ((ki * c + ci) * rs + p) * esize, esize);
   return out;
 }
 

@@ -4,9 +4,12 @@
 // attributes. (cuDNN's own arithmetic is what the GPU tests check.)
 #include "cuda_harness.h"
 #include "ops/cuda/conv_plan.h"
+#include "ops/cuda/cuda_common.h"
 #include "ops/evaluate.h"
 
+#include <cstdint>
 #include <cstring>
+#include <vector>
 
 namespace ember::test {
 namespace {
@@ -112,19 +115,127 @@ TEST(CudaConvPlan, TransposedFullThenCropped) {
 }
 
 // The KRSC filter NhwcConv makes once per session weight: W transposed to [K, R, S, C],
-// the same bytes as the CPU's Transpose with perm [0, 2, 3, 1], in both float types.
+// the same bytes as the CPU's Transpose with perm [0, 2, 3, 1], in both float types;
+// with more channels than W has, the extra ones are zero.
 TEST(CudaConvPlan, FilterToKrscIsTheTranspose) {
   Attributes at;
   at.set_ints("perm", {0, 2, 3, 1});
   for (DType t : {DType::Float32, DType::Float16})
-    for (const Shape& ws : {Shape{5, 3, 7, 2}, Shape{4, 16, 3, 3}, Shape{2, 1, 1, 5}}) {
-      SCOPED_TRACE(shape_to_string(ws) + " " + dtype_name(t));
-      const Tensor w = seeded_tensor(t, ws, 3);
-      const Tensor got = cuda::filter_to_krsc(w);
-      const Tensor want = evaluate_node(make_node("Transpose", 1, 1, at), 21, {&w})[0];
-      ASSERT_EQ(got.shape(), want.shape());
-      EXPECT_EQ(std::memcmp(got.data(), want.data(), got.nbytes()), 0);
+    for (const Shape& ws : {Shape{5, 3, 7, 2}, Shape{4, 16, 3, 3}, Shape{2, 1, 1, 5}})
+      for (int64_t extra : {0, 5}) {
+        SCOPED_TRACE(testing::Message() << shape_to_string(ws) << " " << dtype_name(t) << ", extra channels: " << extra);
+        const Tensor w = seeded_tensor(t, ws, 3);
+        const int64_t c = ws[1], channels = c + extra;
+        const Tensor got = cuda::filter_to_krsc(w, channels);
+        const Tensor want = evaluate_node(make_node("Transpose", 1, 1, at), 21, {&w})[0];
+        ASSERT_EQ(got.shape(), (Shape{ws[0], ws[2], ws[3], channels}));
+        const size_t esize = dtype_bytes(t, 1);
+        const auto* g = static_cast<const unsigned char*>(got.data());
+        const auto* e = static_cast<const unsigned char*>(want.data());
+        for (int64_t pixel = 0; pixel < ws[0] * ws[2] * ws[3]; ++pixel) {
+          ASSERT_EQ(std::memcmp(g + pixel * channels * esize, e + pixel * c * esize, c * esize), 0) << pixel;
+          for (size_t b = c * esize; b < channels * esize; ++b) ASSERT_EQ(g[pixel * channels * esize + b], 0) << pixel;
+        }
+      }
+}
+
+// W [K, C, R, S] with zero channels up to `channels` (what the packed KRSC filter holds,
+// in KCRS order for the CPU's NhwcConv).
+Tensor zero_channels(const Tensor& w, int64_t channels) {
+  const Shape& s = w.shape();
+  Tensor out(DType::Float32, {s[0], channels, s[2], s[3]});
+  const int64_t rs = s[2] * s[3];
+  for (int64_t k = 0; k < s[0]; ++k)
+    std::memcpy(out.data_as<float>() + k * channels * rs, w.data_as<float>() + k * s[1] * rs, s[1] * rs * sizeof(float));
+  return out;
+}
+
+// NhwcConv's copy of X: the extra (asymmetric) pads and zero channels added, then a
+// convolution with symmetric pads over the copy and the zero-channel filter equals the
+// CPU's NhwcConv with ONNX's attributes.
+void check_nhwc_conv(const Shape& xs, const Shape& ws, const Attributes& at, int64_t channels) {
+  SCOPED_TRACE("NhwcConv X " + shape_to_string(xs) + " W " + shape_to_string(ws) + " to " + std::to_string(channels) +
+               " channels");
+  const Tensor x = seeded_tensor(DType::Float32, {xs[0], xs[2], xs[3], xs[1]}, 5);
+  const Tensor w = seeded_tensor(DType::Float32, ws, 6);
+  Node node = make_node("NhwcConv", 2, 1, at, "com.ember");
+  const Tensor want = evaluate_node(node, 1, {&x, &w})[0];
+
+  const WindowGeometry g = forward_window(node, Shape(xs.begin() + 2, xs.end()), conv_kernel_shape(node, ws), false);
+  const cuda::ConvPadding p = cuda::conv_padding_nhwc(xs, g, channels);
+  ASSERT_TRUE(p.copy);
+  const Shape& pn = p.padded_x;  // NCHW order
+  const Tensor xp = shift_copy(x, p.copy_args, {pn[0], pn[2], pn[3], pn[1]});
+  const Tensor wp = zero_channels(w, channels);
+  Node sym = make_node("NhwcConv", 2, 1, at, "com.ember");
+  sym.attributes.set_string("auto_pad", "NOTSET");
+  Shape pads(p.symmetric.begin(), p.symmetric.end());
+  pads.insert(pads.end(), p.symmetric.begin(), p.symmetric.end());
+  sym.attributes.set_ints("pads", pads);
+  const Tensor got = evaluate_node(sym, 1, {&xp, &wp})[0];
+  expect_close(got, want, 1e-5, 1e-6, "NHWC padded copy + zero channels + symmetric pads");
+}
+
+TEST(CudaConvPlan, NhwcCopyAddsPadsAndZeroChannels) {
+  auto at = [](Shape strides, Shape pads, std::string auto_pad = "") {
+    Attributes a;
+    a.set_ints("strides", strides);
+    if (!pads.empty()) a.set_ints("pads", pads);
+    if (!auto_pad.empty()) a.set_string("auto_pad", auto_pad);
+    return a;
+  };
+  check_nhwc_conv({2, 3, 19, 17}, {8, 3, 7, 7}, at({2, 2}, {3, 3, 3, 3}), 8);        // a stem: channels only
+  check_nhwc_conv({1, 3, 11, 13}, {4, 3, 3, 3}, at({2, 2}, {}, "SAME_UPPER"), 8);     // and pads
+  check_nhwc_conv({1, 4, 7, 9}, {5, 4, 3, 3}, at({1, 1}, {0, 1, 2, 1}), 4);           // pads only
+  check_nhwc_conv({1, 12, 6, 5}, {3, 12, 2, 2}, at({1, 1}, {1, 0, 0, 1}), 16);
+}
+
+// launch_shift_copy against the host copy above, both kernels: the general one, and the
+// one that writes a 16-byte row per thread (float16 channels padded to 8, float32 to 4).
+TEST(CudaConvPlan, ShiftCopyOnTheDeviceMatchesTheHostCopy) {
+  EMBER_REQUIRE_GPU();
+  struct Case {
+    int64_t planes, in[3], out[3], shift[3];
+  };
+  const Case cases[] = {
+      {2, {5, 7, 3}, {5, 7, 8}, {0, 0, 0}},  // channels 3 -> 8 (16 bytes in float16)
+      {2, {5, 7, 3}, {7, 9, 8}, {1, 2, 0}},  // and pads
+      {3, {5, 7, 3}, {5, 7, 4}, {0, 0, 0}},  // channels 3 -> 4 (16 bytes in float32)
+      {2, {4, 6, 5}, {6, 9, 7}, {1, 0, 1}},  // the general kernel
+  };
+  cuda::StreamContext* context = cuda::create_stream_context(0);
+  for (const Case& c : cases)
+    for (int bytes : {2, 4}) {
+      SCOPED_TRACE(testing::Message() << "in " << c.in[0] << "x" << c.in[1] << "x" << c.in[2] << " out " << c.out[0]
+                                      << "x" << c.out[1] << "x" << c.out[2] << ", " << bytes << "-byte values");
+      cuda::ShiftCopyArgs a;
+      a.planes = c.planes;
+      for (int i = 0; i < 3; ++i) a.in[i] = c.in[i], a.out[i] = c.out[i], a.shift[i] = c.shift[i];
+      const Tensor x = seeded_tensor(DType::Float32, {c.planes, c.in[0], c.in[1], c.in[2]}, 7);
+      const Tensor want = shift_copy(x, a, {c.planes, c.out[0], c.out[1], c.out[2]});
+      // The values as 2- or 4-byte bit patterns (the copy moves bits, whatever the type).
+      const auto narrow = [&](const Tensor& t) {
+        std::vector<uint8_t> out(t.numel() * bytes);
+        for (int64_t i = 0; i < t.numel(); ++i) std::memcpy(&out[i * bytes], t.data_as<float>() + i, bytes);
+        return out;
+      };
+      const std::vector<uint8_t> host_x = narrow(x), host_want = narrow(want);
+      void *dx = nullptr, *dy = nullptr;
+      cuda::check(cudaMalloc(&dx, host_x.size()), "cudaMalloc");
+      cuda::check(cudaMalloc(&dy, host_want.size()), "cudaMalloc");
+      cuda::check(cudaMemcpy(dx, host_x.data(), host_x.size(), cudaMemcpyHostToDevice), "upload");
+      cuda::check(cudaMemset(dy, 0x7f, host_want.size()), "cudaMemset");
+      a.x = dx;
+      a.y = dy;
+      cuda::launch_shift_copy(bytes, a, context->stream);
+      std::vector<uint8_t> got(host_want.size());
+      cuda::check(cudaMemcpyAsync(got.data(), dy, got.size(), cudaMemcpyDeviceToHost, context->stream), "download");
+      cuda::check(cudaStreamSynchronize(context->stream), "shift copy");
+      cudaFree(dx);
+      cudaFree(dy);
+      EXPECT_EQ(got, host_want);
     }
+  cuda::destroy_stream_context(context);
 }
 
 }  // namespace
