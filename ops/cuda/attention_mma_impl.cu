@@ -9,12 +9,16 @@
 //      fragment reads of a warp hit 32 different banks. Where the rows allow it
 //      (TileLoader) the loads are 16 bytes wide and the next tile's are issued before
 //      this tile's products, so global latency hides behind the tensor cores;
-//   2. S = Q K^T (float32) on the tensor cores; scale and mask in float32;
+//   2. S = Q K^T (float32) on the tensor cores; scale and mask in float32, in base 2
+//      (scale and an additive mask times log2(e), so exp is one exp2); a mask that is
+//      the same for every query row (BERT's padding mask) comes through shared memory,
+//      one load per key and tile rather than one per score;
 //   3. online softmax per row: the lanes of a group (4 lanes) share two rows, so a row's
-//      max is two shuffles; P = exp(S - max) is rounded to float16 and, because the
+//      max is two shuffles; P = 2^(S - max) is rounded to float16 and, because the
 //      accumulator layout of two adjacent 8-key tiles is the A-fragment layout of a
 //      16-key block, goes straight back into the tensor cores: O = O * rescale + P V.
-// At the end Y = O / sum. The [Sq, Sk] matrix never leaves registers.
+// At the end Y = O / sum. The [Sq, Sk] matrix never leaves registers. Q is read and Y
+// written two values at a time where their rows allow it (contiguous, 4-byte aligned).
 //
 // The result differs from the float32 kernel (attention_impl.cu) only by P's rounding to
 // float16 before P V (relative ~5e-4), the precision flash attention runs at. Rows whose
@@ -23,6 +27,7 @@
 #include "ops/cuda/cuda_math.cuh"
 #include "ops/cuda/mma.cuh"
 
+#include <cfloat>
 #include <cmath>
 
 namespace ember::cuda {
@@ -39,9 +44,36 @@ constexpr int kPad = 8;                       // float16 values after each share
 
 int64_t row_tiles(int64_t sq) { return (sq + kRows - 1) / kRows; }
 
+constexpr float kLog2e = 1.4426950408889634f;
+
 template <int kHeadDim>
 constexpr size_t shared_values() {
   return static_cast<size_t>(kKeys) * (kHeadDim + kPad) + static_cast<size_t>(kHeadDim) * (kKeys + kPad);
+}
+
+// Bytes of dynamic shared memory: the K and V^T tiles, then the tile's row-shared mask
+// (kKeys floats).
+template <int kHeadDim>
+constexpr size_t shared_bytes() {
+  return shared_values<kHeadDim>() * sizeof(__half) + kKeys * sizeof(float);
+}
+
+// Flags the host works out once per launch (a runtime argument: they do not change the
+// arithmetic, only how values move).
+struct AccessPaths {
+  bool shared_mask = false;  // the mask does not vary over query rows (mask_stride[2] == 0)
+  bool q_pairs = false;      // Q's values come two at a time (one 4-byte load)
+  bool y_pairs = false;      // Y's values go two at a time (one 4-byte store)
+};
+
+// The mask's contribution for key j of row `at` in base 2: additive masks scaled by
+// log2(e); boolean ones as 1 (keep) or 0 (drop).
+template <AttentionMask kMask>
+__device__ __forceinline__ float mask_term(const AttentionArgs& a, int64_t at) {
+  if constexpr (kMask == AttentionMask::Additive)
+    return __half2float(static_cast<const __half*>(a.mask)[at]) * kLog2e;
+  else
+    return static_cast<const uint8_t*>(a.mask)[at] != 0 ? 1.f : 0.f;
 }
 
 __device__ __forceinline__ uint32_t load_pair(const __half* p) { return *reinterpret_cast<const uint32_t*>(p); }
@@ -108,13 +140,19 @@ struct TileLoader {
 // kHeadDim (64 or 128) bounds both D and Dv; the arrays indexed by it are unrolled.
 // kVector: K and V rows meet vector_tiles() (TileLoader).
 template <int kHeadDim, AttentionMask kMask, bool kVector>
-__global__ void __launch_bounds__(kThreads) attention_mma_kernel(const AttentionArgs a, const int64_t tiles) {
+__global__ void __launch_bounds__(kThreads)
+    attention_mma_kernel(const AttentionArgs a, const int64_t tiles, const AccessPaths paths) {
   constexpr int kChunks = kHeadDim / 16;  // 16-feature steps of Q K^T
   constexpr int kOutTiles = kHeadDim / 8;  // 8-feature tiles of O
   constexpr int kKStride = kHeadDim + kPad, kVStride = kKeys + kPad;
   extern __shared__ __align__(16) __half attention_shared[];
   __half* k_tile = attention_shared;                   // [kKeys][kKStride]
   __half* vt_tile = attention_shared + kKeys * kKStride;  // [kHeadDim][kVStride]
+  float* mask_tile = reinterpret_cast<float*>(attention_shared + shared_values<kHeadDim>());  // [kKeys]
+  const float scale = a.scale * kLog2e;
+  // A boolean mask's fill in base 2, kept finite when it is (a finite fill makes a
+  // fully masked row uniform, where -inf makes it NaN).
+  const float fill = fabsf(a.mask_fill) == INFINITY ? a.mask_fill : fmaxf(a.mask_fill * kLog2e, -FLT_MAX);
 
   const int d = static_cast<int>(a.d), dv = static_cast<int>(a.dv);
   const int64_t bh = blockIdx.x / tiles;  // b * heads + h
@@ -139,8 +177,11 @@ __global__ void __launch_bounds__(kThreads) attention_mma_kernel(const Attention
   for (int c = 0; c < kChunks; ++c) {
 #pragma unroll
     for (int r = 0; r < 4; ++r) {
-      const int col = 16 * c + 8 * (r >> 1) + 2 * index;
-      q_frag[c][r] = pack_half2(q_at(r & 1, col), q_at(r & 1, col + 1));
+      const int col = 16 * c + 8 * (r >> 1) + 2 * index;  // even; d is even when q_pairs
+      if (paths.q_pairs)
+        q_frag[c][r] = rows[r & 1] < a.sq && col < d ? load_pair(q + rows[r & 1] * a.q_stride[2] + col) : 0u;
+      else
+        q_frag[c][r] = pack_half2(q_at(r & 1, col), q_at(r & 1, col + 1));
     }
   }
 
@@ -157,12 +198,15 @@ __global__ void __launch_bounds__(kThreads) attention_mma_kernel(const Attention
     __syncthreads();  // the previous tile is no longer read
     if constexpr (kVector) {
       loader.store(k_tile, vt_tile);
-      __syncthreads();
-      // The next tile's loads are in flight while this one is multiplied.
-      if (j0 + kKeys < a.sk) loader.fetch(k, v, a, j0 + kKeys);
     } else {
       load_tile_scalar<kHeadDim>(k, v, a, j0, k_tile, vt_tile);
-      __syncthreads();
+    }
+    if (kMask != AttentionMask::None && paths.shared_mask && threadIdx.x < kKeys && j0 + threadIdx.x < a.sk)
+      mask_tile[threadIdx.x] = mask_term<kMask>(a, mask_base + (j0 + threadIdx.x) * a.mask_stride[3]);
+    __syncthreads();
+    if constexpr (kVector) {
+      // The next tile's loads are in flight while this one is multiplied.
+      if (j0 + kKeys < a.sk) loader.fetch(k, v, a, j0 + kKeys);
     }
 
     // S = Q K^T for the warp's 16 rows and the tile's 64 keys.
@@ -188,15 +232,16 @@ __global__ void __launch_bounds__(kThreads) attention_mma_kernel(const Attention
       for (int e = 0; e < 4; ++e) {
         const int r = e >> 1;
         const int64_t j = j0 + 8 * n + 2 * index + (e & 1);
-        float x = s[n][e] * a.scale;
+        float x = s[n][e] * scale;
         if (j >= a.sk) {
           x = -INFINITY;  // no key: weight 0
         } else if (kMask != AttentionMask::None && rows[r] < a.sq) {
-          const int64_t at = mask_rows[r] + j * a.mask_stride[3];
+          const float m = paths.shared_mask ? mask_tile[j - j0]
+                                            : mask_term<kMask>(a, mask_rows[r] + j * a.mask_stride[3]);
           if constexpr (kMask == AttentionMask::Additive)
-            x += __half2float(static_cast<const __half*>(a.mask)[at]);
+            x += m;
           else
-            x = static_cast<const uint8_t*>(a.mask)[at] != 0 ? x : a.mask_fill;
+            x = m != 0.f ? x : fill;
         }
         s[n][e] = x;
         tile_max[r] = fmaxf(tile_max[r], x);
@@ -209,7 +254,7 @@ __global__ void __launch_bounds__(kThreads) attention_mma_kernel(const Attention
       tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
       const float new_max = fmaxf(row_max[r], tile_max[r]);
       // While a row has seen only -inf it adds nothing (rather than NaN).
-      rescale[r] = new_max == -INFINITY ? 1.f : expf(row_max[r] - new_max);
+      rescale[r] = new_max == -INFINITY ? 1.f : exp2f(row_max[r] - new_max);
       row_max[r] = new_max;
     }
 #pragma unroll
@@ -217,7 +262,7 @@ __global__ void __launch_bounds__(kThreads) attention_mma_kernel(const Attention
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int r = e >> 1;
-        s[n][e] = row_max[r] == -INFINITY ? 0.f : expf(s[n][e] - row_max[r]);
+        s[n][e] = row_max[r] == -INFINITY ? 0.f : exp2f(s[n][e] - row_max[r]);
       }
     }
 #pragma unroll
@@ -260,10 +305,16 @@ __global__ void __launch_bounds__(kThreads) attention_mma_kernel(const Attention
     __half* y_row = y + b * a.y_stride[0] + h * a.y_stride[1] + rows[r] * a.y_stride[2];
 #pragma unroll
     for (int t = 0; t < kOutTiles; ++t) {
+      const int col = 8 * t + 2 * index;  // even; dv is even when y_pairs
+      if (paths.y_pairs) {
+        if (col < dv)
+          *reinterpret_cast<uint32_t*>(y_row + col) =
+              a.sk == 0 ? 0u : pack_half2(out[t][2 * r] * inv, out[t][2 * r + 1] * inv);
+        continue;
+      }
 #pragma unroll
       for (int e = 2 * r; e < 2 * r + 2; ++e) {
-        const int col = 8 * t + 2 * index + (e & 1);
-        if (col < dv) y_row[col * a.y_stride[3]] = __float2half(a.sk == 0 ? 0.f : out[t][e] * inv);
+        if (col + (e & 1) < dv) y_row[(col + (e & 1)) * a.y_stride[3]] = __float2half(a.sk == 0 ? 0.f : out[t][e] * inv);
       }
     }
   }
@@ -279,14 +330,25 @@ bool vector_tiles(const AttentionArgs& a) {
   return a.d % 8 == 0 && a.dv % 8 == 0 && aligned(a.k, a.k_stride) && aligned(a.v, a.v_stride);
 }
 
+// Rows of `p` (strides in elements) whose values can move two at a time: contiguous,
+// an even count, and every row starting 4-byte aligned.
+bool pairs(const void* p, const int64_t (&stride)[4], int64_t features) {
+  return reinterpret_cast<uintptr_t>(p) % 4 == 0 && stride[3] == 1 && features % 2 == 0 && stride[0] % 2 == 0 &&
+         stride[1] % 2 == 0 && stride[2] % 2 == 0;
+}
+
 template <int kHeadDim, AttentionMask kMask>
 void launch(const AttentionArgs& a, cudaStream_t stream) {
-  const size_t shared = shared_values<kHeadDim>() * sizeof(__half);
+  const size_t shared = shared_bytes<kHeadDim>();
   const auto blocks = static_cast<unsigned>(attention_mma_blocks(a));
+  AccessPaths paths;
+  paths.shared_mask = a.mask_stride[2] == 0;
+  paths.q_pairs = pairs(a.q, a.q_stride, a.d);
+  paths.y_pairs = pairs(a.y, a.y_stride, a.dv);
   if (vector_tiles(a))
-    attention_mma_kernel<kHeadDim, kMask, true><<<blocks, kThreads, shared, stream>>>(a, row_tiles(a.sq));
+    attention_mma_kernel<kHeadDim, kMask, true><<<blocks, kThreads, shared, stream>>>(a, row_tiles(a.sq), paths);
   else
-    attention_mma_kernel<kHeadDim, kMask, false><<<blocks, kThreads, shared, stream>>>(a, row_tiles(a.sq));
+    attention_mma_kernel<kHeadDim, kMask, false><<<blocks, kThreads, shared, stream>>>(a, row_tiles(a.sq), paths);
 }
 
 template <int kHeadDim>

@@ -142,6 +142,14 @@ Tensor padding_mask(const Shape& shape, std::mt19937& rng) {
   return m;
 }
 
+// A boolean padding mask (true keeps): where padding_mask gives 0.
+Tensor keep_mask(const Shape& shape, std::mt19937& rng) {
+  const Tensor additive = padding_mask(shape, rng);
+  Tensor m(DType::Bool, shape);
+  for (int64_t i = 0; i < m.numel(); ++i) m.data_as<bool>()[i] = additive.data_as<float>()[i] == 0.0f;
+  return m;
+}
+
 void check_case(const Case& c, DType dtype, std::mt19937& rng, float fill = std::numeric_limits<float>::lowest()) {
   SCOPED_TRACE(describe(c) + " " + dtype_name(dtype));
   const int64_t kb = c.kv_batch_broadcast ? 1 : c.b;
@@ -157,7 +165,7 @@ void check_case(const Case& c, DType dtype, std::mt19937& rng, float fill = std:
   Tensor mask;
   if (c.pattern == Pattern::Bert)
     mask = cast_to(padding_mask(c.mask_shape.empty() ? Shape{c.b, 1, 1, c.sk} : c.mask_shape, rng), dtype);
-  if (c.pattern == Pattern::Gpt2) mask = causal_mask(c.sq, c.sk);
+  if (c.pattern == Pattern::Gpt2) mask = c.mask_shape.empty() ? causal_mask(c.sq, c.sk) : keep_mask(c.mask_shape, rng);
   std::vector<const Tensor*> inputs = {&q, &k, &v};
   if (!mask.empty()) inputs.push_back(&mask);
 
@@ -203,6 +211,9 @@ const std::vector<Case>& cases() {
       {Pattern::Bert, 2, 3, 33, 65, 64, 64, {33, 1}},
       {Pattern::Bert, 2, 3, 33, 65, 64, 64, {2, 1, 1, 65}, true},
       {Pattern::Gpt2, 2, 3, 40, 70, 64, 64, {}, true},
+      // Boolean masks the same for every query row (read through shared memory).
+      {Pattern::Gpt2, 2, 3, 33, 65, 64, 64, {2, 1, 1, 65}},
+      {Pattern::Gpt2, 1, 2, 70, 70, 20, 20, {1, 1, 1, 70}},
   };
   return all;
 }
