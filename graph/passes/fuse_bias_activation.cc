@@ -159,6 +159,7 @@ void optimize_graph(Graph& graph, const NodeEvaluator& evaluate, bool for_cpu, b
   fold_constants(graph, evaluate);
   eliminate_dead_code(graph);
   fold_conv_batchnorm(graph);
+  lower_patch_convs(graph);
   fuse_gelu(graph);
   sink_reshapes(graph);
   // The CPU has no fused attention kernel: its attention is oneDNN matmuls reading

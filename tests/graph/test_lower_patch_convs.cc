@@ -1,0 +1,94 @@
+// lower_patch_convs: a Conv whose windows tile its input becomes SpaceToDepth and a 1x1
+// Conv that compute the same, and convolutions it cannot rewrite are left alone.
+#include "graph/passes/passes.h"
+
+#include <gtest/gtest.h>
+
+#include "graph_test_util.h"
+
+namespace ember {
+namespace {
+
+using test::count_ops;
+using test::make_node;
+using test::random_tensor;
+
+Dim known(int64_t v) { return Dim{v, ""}; }
+
+// y = Conv(x [batch, c, h, w], W [k, c, p, p], B [k]) at stride p, and `attributes`
+// on top. The batch is symbolic, as exporters declare it.
+Graph patch_conv(int64_t c, int64_t h, int64_t w, int64_t k, int64_t p, Attributes extra = {}) {
+  Graph g;
+  g.opset_imports[""] = 17;
+  g.inputs = {{"x", DType::Float32, {Dim{-1, "batch"}, known(c), known(h), known(w)}, true}};
+  std::mt19937 rng(5);
+  g.initializers["W"] = random_tensor({k, c, p, p}, rng);
+  g.initializers["B"] = random_tensor({k}, rng);
+  Node conv = make_node("Conv", {"x", "W", "B"}, {"y"});
+  conv.attributes = std::move(extra);
+  if (!conv.attributes.find("strides")) conv.attributes.set_ints("strides", {p, p});
+  conv.attributes.set_ints("kernel_shape", {p, p});
+  g.nodes = {conv};
+  g.outputs = {{"y", DType::Float32, {}, false}};
+  return g;
+}
+
+TEST(LowerPatchConvs, APatchEmbeddingBecomesSpaceToDepthAndAOneByOneConvThatComputeTheSame) {
+  struct Case {
+    int64_t c, h, w, k, p;
+  };
+  for (const Case& c : {Case{3, 32, 48, 8, 16}, Case{3, 12, 8, 5, 4}, Case{2, 6, 6, 7, 2}}) {
+    SCOPED_TRACE(testing::Message() << "C " << c.c << " " << c.h << "x" << c.w << " K " << c.k << " patch " << c.p);
+    const Graph original = patch_conv(c.c, c.h, c.w, c.k, c.p);
+    Graph g = original;
+    ASSERT_EQ(lower_patch_convs(g), 1);
+    ASSERT_EQ(g.nodes.size(), 2u);
+    EXPECT_EQ(g.nodes[0].op_type, "SpaceToDepth");
+    EXPECT_EQ(g.nodes[0].attributes.get_int("blocksize"), c.p);
+    EXPECT_EQ(g.nodes[1].op_type, "Conv");
+    EXPECT_EQ(g.nodes[1].attributes.get_ints("kernel_shape"), (std::vector<int64_t>{1, 1}));
+    std::mt19937 rng(6);
+    for (int64_t batch : {1, 2}) {
+      const std::vector<Tensor> in = {random_tensor({batch, c.c, c.h, c.w}, rng)};
+      test::expect_close(test::run_node_by_node(g, in)[0], test::run_node_by_node(original, in)[0], 1e-5f);
+    }
+  }
+}
+
+TEST(LowerPatchConvs, LeavesAloneWhatItCannotRewrite) {
+  auto attrs = [](const char* name, std::vector<int64_t> v) {
+    Attributes a;
+    a.set_ints(name, std::move(v));
+    return a;
+  };
+  Attributes grouped;
+  grouped.set_int("group", 2);
+  Attributes same;
+  same.set_string("auto_pad", "SAME_UPPER");
+  const Graph untouched[] = {
+      patch_conv(3, 30, 32, 8, 4),                                // 30 is no multiple of 4
+      patch_conv(4, 16, 16, 8, 4, grouped),                       // groups
+      patch_conv(3, 16, 16, 8, 4, attrs("pads", {1, 1, 1, 1})),   // pads
+      patch_conv(3, 16, 16, 8, 4, attrs("strides", {2, 2})),      // overlapping windows
+      patch_conv(3, 16, 16, 8, 4, attrs("dilations", {2, 2})),
+      patch_conv(3, 16, 16, 8, 4, same),
+      patch_conv(3, 16, 16, 8, 1),                                // 1x1 already
+  };
+  for (const Graph& original : untouched) {
+    Graph g = original;
+    EXPECT_EQ(lower_patch_convs(g), 0);
+    EXPECT_EQ(count_ops(g, "SpaceToDepth"), 0);
+  }
+  // X's spatial dims unknown: SpaceToDepth would need them to be multiples of p.
+  Graph unknown = patch_conv(3, 16, 16, 8, 4);
+  unknown.inputs[0].dims[2] = Dim{-1, "height"};
+  EXPECT_EQ(lower_patch_convs(unknown), 0);
+  // A filter computed at run time.
+  Graph computed = patch_conv(3, 16, 16, 8, 4);
+  computed.inputs.push_back({"W", DType::Float32, {}, false});
+  computed.initializers.erase("W");
+  EXPECT_EQ(lower_patch_convs(computed), 0);
+}
+
+}  // namespace
+}  // namespace ember
