@@ -161,6 +161,7 @@ void optimize_graph(Graph& graph, const NodeEvaluator& evaluate, bool for_cpu, b
   fold_conv_batchnorm(graph);
   fuse_gelu(graph);
   sink_reshapes(graph);
+  simplify_transposes(graph, /*through_scalar_mul=*/for_cpu);
   // The CPU has no fused attention kernel: its attention is oneDNN matmuls reading
   // strided operands (fold_matmul_transposes), faster than a fused loop.
   if (!for_cpu) fuse_attention(graph);
