@@ -550,8 +550,9 @@ class TransposeSimplifier {
     if (n.op_type == "Shape") return shape_of_transpose(i);
     if (n.op_type == "Squeeze") return squeeze_transpose_unsqueeze(i);
     if (n.op_type == "Gather") return gather_through_transpose(i);
-    if (n.op_type == "Reshape") return reshape_after_transpose(i);
-    if (n.op_type == "Transpose") return transpose_of_transpose(i);
+    if (n.op_type == "Reshape" && reshape_after_transpose(i)) return true;
+    if (n.op_type == "Transpose") return transpose_of_transpose(i) || pull_transpose_up(i);
+    if (n.op_type == "Reshape" && gemm_between_reshapes(i)) return true;
     if (n.op_type == "Mul" && through_scalar_mul_) return mul_after_transpose(i);
     return false;
   }
@@ -722,6 +723,187 @@ class TransposeSimplifier {
     const std::string x = inner->inputs[0];
     outer.inputs[0] = x;
     outer.attributes.set_ints("perm", composed);
+    return true;
+  }
+
+  // The perm a Transpose(·, q) of `x`'s output takes when it moves above `x`, for a
+  // node that acts on rows alone (Add of a constant of rank <= 1, MatMul by a constant
+  // matrix: q keeps the last dim where the row matters) or a Reshape whose groups of
+  // dims q keeps together and in order; nullopt where it cannot. `data` is the input
+  // the transpose moves onto.
+  std::optional<Perm> perm_above(const Node& x, const Perm& q, int* data) {
+    const int64_t r = static_cast<int64_t>(q.size());
+    const bool keeps_last = q.back() == r - 1;
+    if (is(x, "Add") && x.inputs.size() == 2) {
+      for (int k = 0; k < 2; ++k) {
+        auto b = g_.initializers.find(x.inputs[1 - k]);
+        if (b == g_.initializers.end() || b->second.rank() > 1 || (b->second.numel() > 1 && !keeps_last)) continue;
+        *data = k;
+        return q;
+      }
+      return std::nullopt;
+    }
+    if (is(x, "MatMul") && x.inputs.size() == 2) {
+      auto w = g_.initializers.find(x.inputs[1]);
+      if (w == g_.initializers.end() || w->second.rank() != 2 || !keeps_last || r < 2) return std::nullopt;
+      *data = 0;
+      return q;
+    }
+    if (is(x, "Reshape") && x.inputs.size() == 2 && x.attributes.get_int_or("allowzero", 0) == 0) {
+      auto u = symbols_.dims(x.inputs[0]);
+      auto target = symbols_.values(x.inputs[1]);
+      if (!u || !target || target->size() != q.size()) return std::nullopt;
+      for (const Expr& e : *target)
+        if (e.coef <= 0) return std::nullopt;
+      auto groups = regroup(*u, *target);
+      if (!groups) return std::nullopt;
+      Perm above;
+      for (int64_t k = 0; k < r;) {
+        auto gr = std::find_if(groups->begin(), groups->end(), [&](const Group& g) { return g.to_begin == q[k]; });
+        if (gr == groups->end()) return std::nullopt;  // q splits a group
+        for (int j = gr->to_begin; j < gr->to_end; ++j, ++k)
+          if (k >= r || q[k] != j) return std::nullopt;
+        for (int j = gr->from_begin; j < gr->from_end; ++j) above.push_back(j);
+      }
+      *data = 0;
+      return above;
+    }
+    return std::nullopt;
+  }
+
+  // Transpose(f(g(... Transpose(x, p) ...)), q) with f, g, ... as perm_above takes
+  // them, each read only by the next: the outer transpose moves one step up (each
+  // round one more, until it composes with the inner one). Nothing moves where it
+  // would not meet another transpose.
+  bool pull_transpose_up(int i) {
+    const Node& t = g_.nodes[i];
+    if (t.inputs.size() != 1 || !t.attributes.has("perm")) return false;
+    Perm q = t.attributes.get_ints("perm");
+    if (!is_permutation(q) || q.empty()) return false;
+    std::string v = t.inputs[0];
+    std::optional<Perm> first;
+    int first_data = 0;
+    for (int depth = 0; depth < 16; ++depth) {
+      if (!single_reader(v)) return false;
+      const Node* x = producer_of(v);
+      if (!x || x->outputs.size() != 1) return false;
+      Perm p;
+      if (transpose_into(v, &p)) {
+        if (depth == 0) return false;  // transpose_of_transpose composes it
+        break;
+      }
+      int data = 0;
+      auto above = perm_above(*x, q, &data);
+      if (!above) return false;
+      if (!first) {
+        first = above;
+        first_data = data;
+      }
+      q = *above;
+      v = x->inputs[data];
+      if (depth == 15) return false;
+    }
+    // Move the transpose above the node producing its input.
+    const std::string t_out = t.outputs[0], t_name = t.name;
+    const Perm q0 = t.attributes.get_ints("perm");
+    const int x_index = producers_.at(t.inputs[0]);
+    g_.nodes.erase(g_.nodes.begin() + i);  // after x_index: x's index holds
+    Node& x = g_.nodes[x_index];
+    const std::string source = x.inputs[first_data];
+    Node moved = transpose(t_name, source, fresh(source), *first);
+    x.inputs[first_data] = moved.outputs[0];
+    x.outputs[0] = t_out;
+    if (is(x, "Reshape")) {  // its target in the transposed order
+      Node gather;
+      gather.name = x.name + "/target";
+      gather.op_type = "Gather";
+      gather.inputs = {x.inputs[1], int64_constant(x.name + "/order", q0)};
+      gather.outputs = {fresh(x.inputs[1])};
+      gather.attributes.set_int("axis", 0);
+      x.inputs[1] = gather.outputs[0];
+      insert_before(x_index, std::move(gather));
+    }
+    insert_before(x_index, std::move(moved));
+    return true;
+  }
+
+  // Reshape(Gemm(Reshape(u, s), W, C), t), read by a Transpose, with W a constant
+  // matrix, C a constant of rank <= 1, t's last entry W's output size: the Gemm acts
+  // on rows, so it becomes MatMul + Add on Reshape(u, t[:-1] ++ [K]) directly, where
+  // the transpose after it can move up (pull_transpose_up).
+  bool gemm_between_reshapes(int i) {
+    const Node& out = g_.nodes[i];
+    if (out.inputs.size() != 2 || !single_reader(out.inputs[0]) || !consumers_->single_reader(out.outputs[0]))
+      return false;
+    if (!is(g_.nodes[consumers_->of(out.outputs[0])[0]], "Transpose")) return false;
+    const Node* gemm = producer_of(out.inputs[0]);
+    if (!gemm || !is(*gemm, "Gemm") || gemm->inputs.size() < 2 || gemm->attributes.get_int_or("transA", 0) != 0 ||
+        gemm->attributes.get_float_or("alpha", 1.f) != 1.f || gemm->attributes.get_float_or("beta", 1.f) != 1.f)
+      return false;
+    auto w = g_.initializers.find(gemm->inputs[1]);
+    if (w == g_.initializers.end() || w->second.rank() != 2 || w->second.dtype() != DType::Float32) return false;
+    const bool trans_b = gemm->attributes.get_int_or("transB", 0) != 0;
+    const int64_t k_in = w->second.shape()[trans_b ? 1 : 0], n_out = w->second.shape()[trans_b ? 0 : 1];
+    const bool has_c = gemm->inputs.size() > 2 && !gemm->inputs[2].empty();
+    if (has_c) {
+      auto c = g_.initializers.find(gemm->inputs[2]);
+      if (c == g_.initializers.end() || c->second.rank() > 1) return false;
+    }
+    const Node* a = producer_of(gemm->inputs[0]);
+    if (!a || !is(*a, "Reshape") || a->inputs.size() != 2 || !single_reader(gemm->inputs[0])) return false;
+    auto target = symbols_.values(out.inputs[1]);
+    if (!target || target->empty() || !(target->back() == constant(n_out))) return false;
+    for (const Expr& e : *target)
+      if (e.coef <= 0) return false;
+    const std::string u = a->inputs[0], t = out.inputs[1], weight = gemm->inputs[1];
+    const std::string bias = has_c ? gemm->inputs[2] : "", base = gemm->name;
+    const std::string result = out.outputs[0];
+    std::vector<int64_t> rows(target->size() - 1);
+    for (size_t k = 0; k < rows.size(); ++k) rows[k] = static_cast<int64_t>(k);
+    std::string matrix = weight;
+    if (trans_b) {  // MatMul takes [K, N]
+      const Tensor& wt = w->second;
+      Tensor m(DType::Float32, {k_in, n_out});
+      for (int64_t r = 0; r < n_out; ++r)
+        for (int64_t c = 0; c < k_in; ++c) m.data_as<float>()[c * n_out + r] = wt.data_as<float>()[r * k_in + c];
+      matrix = fresh(weight + "/transposed");
+      g_.initializers.emplace(matrix, std::move(m));
+    }
+    std::vector<Node> added(4);
+    added[0].name = base + "/rows";
+    added[0].op_type = "Gather";
+    added[0].inputs = {t, int64_constant(base + "/rows", rows)};
+    added[0].outputs = {fresh(t)};
+    added[0].attributes.set_int("axis", 0);
+    added[1].name = base + "/input_shape";
+    added[1].op_type = "Concat";
+    added[1].inputs = {added[0].outputs[0], int64_constant(base + "/k", {k_in})};
+    added[1].outputs = {fresh(t)};
+    added[1].attributes.set_int("axis", 0);
+    added[2].name = base + "/input";
+    added[2].op_type = "Reshape";
+    added[2].inputs = {u, added[1].outputs[0]};
+    added[2].outputs = {fresh(u)};
+    added[3].name = base;
+    added[3].op_type = "MatMul";
+    added[3].inputs = {added[2].outputs[0], matrix};
+    added[3].outputs = {has_c ? fresh(result) : result};
+    Node& reshape = g_.nodes[i];
+    if (has_c) {
+      reshape = Node{};
+      reshape.name = base + "/bias";
+      reshape.op_type = "Add";
+      reshape.inputs = {added[3].outputs[0], bias};
+      reshape.outputs = {result};
+    } else {
+      added.pop_back();
+      reshape = Node{};
+      reshape.name = base;
+      reshape.op_type = "MatMul";
+      reshape.inputs = {added[2].outputs[0], matrix};
+      reshape.outputs = {result};
+    }
+    for (size_t k = added.size(); k-- > 0;) insert_before(i, std::move(added[k]));
     return true;
   }
 
