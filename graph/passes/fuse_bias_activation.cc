@@ -162,6 +162,7 @@ void optimize_graph(Graph& graph, const NodeEvaluator& evaluate, bool for_cpu, b
   lower_patch_convs(graph);
   fuse_gelu(graph);
   sink_reshapes(graph);
+  simplify_transposes(graph, /*through_scalar_mul=*/for_cpu);
   // The CPU has no fused attention kernel: its attention is oneDNN matmuls reading
   // strided operands (fold_matmul_transposes), faster than a fused loop.
   if (!for_cpu) fuse_attention(graph);

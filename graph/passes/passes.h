@@ -40,6 +40,14 @@ int fuse_gelu(Graph& graph);
 // An elementwise activation reading a Reshape / Flatten / Squeeze / Unsqueeze (its only
 // reader) moves above it, so that a GEMM -> reshape -> activation fuses as one GEMM.
 int sink_reshapes(Graph& graph);
+// Layout shuffles around attention (torch's packed-QKV export: Unsqueeze/Transpose/
+// Squeeze/Gather unpacking, Reshape/Transpose/Reshape head splits) become fewer
+// transposes: Gathers and Reshapes move before the transposes when shapes, symbolic
+// ones included, prove it exact, and transposes then compose or vanish, so that the
+// head permutations reach the strided readers (attention perms, FusedMatMul perms).
+// `through_scalar_mul`: a transpose also moves past a Mul by one element (for the
+// CPU, whose matmuls then read it through strides; fused attention wants it before).
+int simplify_transposes(Graph& graph, bool through_scalar_mul = false);
 // Conv / MatMul / Gemm followed by a bias Add, a residual Add and an activation become
 // com.ember FusedConv / FusedMatMul / FusedGemm, each carrying its unfused
 // decomposition so the planner can fall back to it where the fused kernel cannot run.
