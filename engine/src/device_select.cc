@@ -81,8 +81,20 @@ int resolve_thread_count(int requested) {
 }
 
 void check_bf16_supported(const Device& device) {
+  if (device.kind == DeviceKind::Cuda) {
+    const GpuReport report = list_gpus();
+    for (const GpuInfo& gpu : report.gpus) {
+      if (gpu.index != device.index) continue;
+      if (gpu.compute_major >= 8) return;
+      throw Error("precision 'bf16' on " + device.to_string() + " needs compute capability 8.0 or later (" +
+                  gpu.name + " has " + std::to_string(gpu.compute_major) + "." + std::to_string(gpu.compute_minor) +
+                  ", without bfloat16 tensor cores); use fp16");
+    }
+    throw Error("precision 'bf16': " + device.to_string() + " is not available" +
+                (report.problem.empty() ? "" : ": " + report.problem));
+  }
   if (device.kind != DeviceKind::Cpu)
-    throw Error("precision 'bf16' runs on the CPU only for now; on " + device.to_string() + " use fp16");
+    throw Error("precision 'bf16' does not run on " + device.to_string() + "; use fp16");
 #if defined(__x86_64__)
   if (__builtin_cpu_supports("avx512bf16")) return;
 #endif

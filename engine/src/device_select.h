@@ -15,7 +15,8 @@ namespace ember {
 std::vector<std::unique_ptr<Backend>> select_backends(const std::string& device);
 
 // Raises ember::Error unless `device` computes bf16 math: a CPU with AVX512_BF16
-// (oneDNN would otherwise emulate it, slower than float32). Other devices: not yet.
+// (oneDNN would otherwise emulate it, slower than float32), or a CUDA GPU of compute
+// capability 8.0 or later (bfloat16 tensor cores: mma.sync .bf16, cuBLASLt, cuDNN).
 void check_bf16_supported(const Device& device);
 
 // Sets the calling thread's intra-op thread count (OpenMP's, which oneDNN and ember's

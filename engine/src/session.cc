@@ -56,8 +56,12 @@ struct Session::Impl {
   void check_inputs(std::span<const Tensor> inputs) const;
   bool runs_on(Device device) const;
   void upload_weights();
+  // The 16-bit type the whole graph converts to: Float16 for fp16, BFloat16 for bf16 on
+  // a GPU (bf16 on the CPU keeps the graph float32: only its convolutions and matrix
+  // products take bfloat16 operands); Undefined otherwise.
+  DType half_type() const;
   void convert_to_half();
-  Float16Summary float16;  // what --precision fp16 converted
+  Float16Summary float16;  // what --precision fp16 (or bf16 on a GPU) converted
   void warn_if_mostly_on_host(const Plan& plan) const;
   void give_back_packed_originals(const Plan& plan);
   bool originals_checked = false;
@@ -179,6 +183,12 @@ void Session::Impl::check_inputs(std::span<const Tensor> inputs) const {
   }
 }
 
+DType Session::Impl::half_type() const {
+  if (options.precision == "fp16") return DType::Float16;
+  if (options.precision == "bf16" && backends.front()->device().kind != DeviceKind::Cpu) return DType::BFloat16;
+  return DType::Undefined;
+}
+
 // After the fusion passes (they match float32 constants). On a GPU session, ops the
 // GPU has no kernel for stay float32 on the CPU, behind Casts.
 void Session::Impl::convert_to_half() {
@@ -191,7 +201,7 @@ void Session::Impl::convert_to_half() {
       return find_kernels(node.domain, node.op_type, g->opset(node.domain), kind).empty();
     };
   }
-  float16 = convert_to_float16(graph, keep_float32);
+  float16 = convert_to_reduced_float(graph, half_type(), keep_float32);
 }
 
 // Weights go to each device once, when the session is made: every float initializer
@@ -305,7 +315,9 @@ std::shared_ptr<const Plan> Session::Impl::plan_for(std::span<const Tensor> inpu
   std::vector<Shape> shapes;
   PlannerOptions planner_options;
   planner_options.num_threads = options.num_threads;
-  if (options.precision == "bf16") planner_options.dense_math = DenseMath::BFloat16;
+  // CPU bf16 sessions; a GPU one has converted its graph, and leaves what falls back to
+  // the CPU in the math its dtypes say.
+  if (options.precision == "bf16" && half_type() == DType::Undefined) planner_options.dense_math = DenseMath::BFloat16;
   for (const Tensor& t : inputs) {
     shapes.push_back(t.shape());
     planner_options.input_devices.push_back(t.device());
@@ -363,19 +375,20 @@ void Session::Impl::return_context(std::unique_ptr<RunContext> context, uint64_t
 }
 
 // The graph passes the options ask for. Channels-last layouts are for the CPU's float32
-// and bf16 convolutions and CUDA's float16 ones (cuDNN's tensor cores read NHWC);
+// and bf16 convolutions and CUDA's float16 and bfloat16 ones (cuDNN's tensor cores read
+// NHWC);
 // strided matmul operands are the CPU kernels' (the CUDA ones pick their own).
 void Session::Impl::optimize() {
   if (options.optimization == GraphOptimization::None) return;
   const size_t before = graph.nodes.size();
   const auto start = std::chrono::steady_clock::now();
   const bool for_cpu = backends.front()->device().kind == DeviceKind::Cpu && options.precision != "fp16";
+  const bool cuda_half = backends.front()->device().kind == DeviceKind::Cuda && half_type() != DType::Undefined;
   if (options.optimization == GraphOptimization::Basic) {
     fold_constants(graph, cpu_node_evaluator());
     eliminate_dead_code(graph);
   } else {
-    const bool cuda_float16 = backends.front()->device().kind == DeviceKind::Cuda && options.precision == "fp16";
-    optimize_graph(graph, cpu_node_evaluator(), for_cpu, cuda_float16);
+    optimize_graph(graph, cpu_node_evaluator(), for_cpu, cuda_half);
     // bf16 convolutions read bfloat16 anyway: between two of them the value stays so,
     // instead of a float32 write and a reorder back at the reader.
     if (for_cpu && options.precision == "bf16") keep_bf16_between_convs(graph, activation_in_primitive);
@@ -430,7 +443,7 @@ std::unique_ptr<Session::Impl> Session::Impl::make(const SessionOptions& options
   lower_string_class_labels(impl->graph);
   const std::map<std::string, int64_t> index_bounds = gathered_index_bounds(impl->graph);
   impl->optimize();
-  if (options.precision == "fp16") impl->convert_to_half();
+  if (impl->half_type() != DType::Undefined) impl->convert_to_half();
   bind_attributes(impl->graph);  // after every pass: each kernel reads the final nodes
   impl->upload_weights();
   for (const auto& [name, weight] : impl->graph.initializers)
@@ -495,12 +508,13 @@ std::vector<Tensor> Session::make_outputs(std::span<const Tensor> inputs) {
 std::string Session::explain(std::span<const Tensor> inputs) {
   impl_->check_inputs(inputs);
   std::string text = explain_plan(*impl_->plan_for(inputs));
-  if (impl_->options.precision == "fp16") {
+  if (const DType half = impl_->half_type(); half != DType::Undefined) {
     const Float16Summary& f = impl_->float16;
-    text += "fp16: " + std::to_string(f.converted_nodes) + " nodes in float16, " + std::to_string(f.kept_nodes) +
-            " kept in float32, " + std::to_string(f.casts_inserted) + " casts inserted, " +
-            std::to_string(f.converted_weights) + " weight values converted (" +
-            std::to_string(f.overflowed_weights) + " beyond the float16 range, saturated)\n";
+    const std::string type = dtype_name(half);
+    text += impl_->options.precision + ": " + std::to_string(f.converted_nodes) + " nodes in " + type + ", " +
+            std::to_string(f.kept_nodes) + " kept in float32, " + std::to_string(f.casts_inserted) +
+            " casts inserted, " + std::to_string(f.converted_weights) + " weight values converted (" +
+            std::to_string(f.overflowed_weights) + " beyond the " + type + " range, saturated)\n";
   }
   for (const DeviceMemory& m : memory())
     if (m.weight_bytes)

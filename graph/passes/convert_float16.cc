@@ -1,9 +1,9 @@
-// The float16 conversion (see the header for what it does and why).
+// The float16 / bfloat16 conversion (see the header for what it does and why).
 //
 // Three steps: (1) the dtype every value has in the float32 graph, by a small rule
 // table (ember's schemas need shapes; the pass must not); (2) per float32 value, where
-// it lives after conversion (its "home": float16 or float32, or an initializer that can
-// be either) and which input slots need it in which precision; (3) one Cast per value
+// it lives after conversion (its "home": the target type (float16 or bfloat16) or
+// float32, or an initializer that can be either) and which input slots need it in which precision; (3) one Cast per value
 // and precision that differ, initializers converted (or copied), slots renamed.
 #include "graph/passes/convert_float16.h"
 
@@ -11,6 +11,7 @@
 #include "graph/schema.h"
 #include <ember/core/float16.h>
 
+#include <cassert>
 #include <cmath>
 #include <map>
 #include <memory>
@@ -23,6 +24,8 @@ namespace ember {
 namespace {
 
 constexpr float kHalfMax = 65504.0f;
+// The largest finite bfloat16 (0x7f7f): float32 values past it round to Inf.
+constexpr float kBFloat16Max = 3.38953139e38f;
 
 bool is_standard(const Node& n) { return n.domain.empty(); }
 bool is(const Node& n, const char* op) { return n.domain.empty() && n.op_type == op; }
@@ -38,18 +41,21 @@ Graph* decomposition_of(Node& n) {
   return a && a->g ? a->g.get() : nullptr;
 }
 
-// float32 -> float16 tensor, finite values beyond the half range saturated.
-Tensor to_half(const Tensor& t, int64_t* overflowed) {
-  Tensor out(DType::Float16, t.shape());
+// float32 -> `target` (float16 or bfloat16) tensor, finite values beyond the target's
+// range saturated.
+Tensor to_reduced(const Tensor& t, DType target, int64_t* overflowed) {
+  Tensor out(target, t.shape());
   const float* src = t.data_as<float>();
   uint16_t* dst = out.data_as<uint16_t>();
+  const bool bf16 = target == DType::BFloat16;
+  const float max = bf16 ? kBFloat16Max : kHalfMax;
   for (int64_t i = 0; i < t.numel(); ++i) {
     float v = src[i];
-    if (std::isfinite(v) && std::fabs(v) > kHalfMax) {
+    if (std::isfinite(v) && std::fabs(v) > max) {
       ++*overflowed;
-      v = v > 0 ? kHalfMax : -kHalfMax;
+      v = v > 0 ? max : -max;
     }
-    dst[i] = float_to_half_bits(v);
+    dst[i] = bf16 ? float_to_bfloat16_bits(v) : float_to_half_bits(v);
   }
   return out;
 }
@@ -189,7 +195,7 @@ void own_subgraphs(Node& n) {
   }
 }
 
-enum class Home { Float32, Float16, Constant };
+enum class Home { Float32, Reduced, Constant };  // Reduced: the target type
 
 struct ValueUse {
   Home home = Home::Float32;
@@ -201,7 +207,8 @@ struct ValueUse {
 
 class Converter {
  public:
-  Converter(Graph& graph, const std::function<bool(const Node&)>& keep) : g_(graph), keep_(keep) {}
+  Converter(Graph& graph, const std::function<bool(const Node&)>& keep, DType target)
+      : g_(graph), keep_(keep), target_(target), suffix_(target == DType::BFloat16 ? "/bfloat16" : "/float16") {}
 
   Float16Summary run() {
     for (Node& n : g_.nodes) own_subgraphs(n);
@@ -313,7 +320,7 @@ class Converter {
         std::string& out = p->outputs[i];
         if (!is_float32(out) || internal.count(out)) continue;
         ValueUse& u = use(out);
-        u.home = converted && !output_stays_float32(*p, i) ? Home::Float16 : Home::Float32;
+        u.home = converted && !output_stays_float32(*p, i) ? Home::Reduced : Home::Float32;
         u.producer = index;
         u.producer_slots.push_back(&out);
       }
@@ -362,14 +369,14 @@ class Converter {
     const std::string& op = n.op_type;
     if (op == "Cast") {
       if (n.attributes.get_int_or("to", 0) == static_cast<int64_t>(DType::Float32))
-        n.attributes.set_int("to", static_cast<int64_t>(DType::Float16));
+        n.attributes.set_int("to", static_cast<int64_t>(target_));
     } else if (op == "ConstantOfShape") {
       const Attribute* v = n.attributes.find("value");
       if (!v) {
-        Tensor zero(DType::Float16, {1});
+        Tensor zero(target_, {1});
         n.attributes.set_tensor("value", zero);
       } else if (v->kind == Attribute::Kind::Tensor && v->t.dtype() == DType::Float32) {
-        n.attributes.set_tensor("value", to_half(v->t, &summary_.overflowed_weights));
+        n.attributes.set_tensor("value", to_reduced(v->t, target_, &summary_.overflowed_weights));
       }
     } else if (op == "Constant") {
       convert_constant(n);
@@ -377,10 +384,10 @@ class Converter {
                op == "RandomUniformLike" || op == "EyeLike" || op == "Bernoulli") {
       const bool explicit_dtype = op == "RandomNormal" || op == "RandomUniform";
       if (dtype_attr(n, "dtype", explicit_dtype ? DType::Float32 : DType::Undefined) == DType::Float32)
-        n.attributes.set_int("dtype", static_cast<int64_t>(DType::Float16));
+        n.attributes.set_int("dtype", static_cast<int64_t>(target_));
     } else if (op == "HannWindow" || op == "HammingWindow" || op == "BlackmanWindow" || op == "MelWeightMatrix") {
       if (dtype_attr(n, "output_datatype", DType::Float32) == DType::Float32)
-        n.attributes.set_int("output_datatype", static_cast<int64_t>(DType::Float16));
+        n.attributes.set_int("output_datatype", static_cast<int64_t>(target_));
     }
   }
 
@@ -400,7 +407,7 @@ class Converter {
     } else {
       return;
     }
-    n.attributes.set_tensor("value", to_half(value, &summary_.overflowed_weights));
+    n.attributes.set_tensor("value", to_reduced(value, target_, &summary_.overflowed_weights));
   }
 
   Node make_cast(const std::string& from, const std::string& to, DType dtype) {
@@ -426,16 +433,16 @@ class Converter {
       ValueUse& u = uses_[name];
       std::vector<Node>& casts = after[u.producer + 1];
       switch (u.home) {
-        case Home::Float16:
+        case Home::Reduced:
           if (u.graph_output) {  // the interface keeps the name, in float32
-            const std::string half = unique_name(name + "/float16");
+            const std::string half = unique_name(name + suffix_);
             rename(u.producer_slots, half);
             rename(u.need16, half);
             casts.push_back(make_cast(half, name, DType::Float32));
             rename(u.need32, name);
-            set_declared(half, DType::Float16);
+            set_declared(half, target_);
           } else {
-            set_declared(name, DType::Float16);
+            set_declared(name, target_);
             if (u.need32.empty()) break;
             const std::string full = unique_name(name + "/float32");
             casts.push_back(make_cast(name, full, DType::Float32));
@@ -445,18 +452,18 @@ class Converter {
         case Home::Float32:
           if (u.need16.empty()) break;
           {
-            const std::string half = unique_name(name + "/float16");
-            casts.push_back(make_cast(name, half, DType::Float16));
+            const std::string half = unique_name(name + suffix_);
+            casts.push_back(make_cast(name, half, target_));
             rename(u.need16, half);
           }
           break;
         case Home::Constant:
           if (u.need16.empty()) break;
           {
-            Tensor half = to_half(g_.initializers.at(name), &summary_.overflowed_weights);
+            Tensor half = to_reduced(g_.initializers.at(name), target_, &summary_.overflowed_weights);
             summary_.converted_weights += half.numel();
             if (!u.need32.empty() || u.graph_output) {  // float32 readers keep the original
-              const std::string copy = unique_name(name + "/float16");
+              const std::string copy = unique_name(name + suffix_);
               rename(u.need16, copy);
               g_.initializers[copy] = std::move(half);
             } else {
@@ -488,13 +495,21 @@ class Converter {
   std::unordered_map<std::string, ValueUse> uses_;
   std::vector<std::string> order_;  // uses_ keys in first-seen order: deterministic output
   std::unordered_set<std::string> names_;
+  DType target_;        // Float16 or BFloat16
+  std::string suffix_;  // of the names of converted copies and casts
   Float16Summary summary_;
 };
 
 }  // namespace
 
 Float16Summary convert_to_float16(Graph& graph, const std::function<bool(const Node&)>& keep_float32) {
-  return Converter(graph, keep_float32).run();
+  return convert_to_reduced_float(graph, DType::Float16, keep_float32);
+}
+
+Float16Summary convert_to_reduced_float(Graph& graph, DType target,
+                                        const std::function<bool(const Node&)>& keep_float32) {
+  assert(target == DType::Float16 || target == DType::BFloat16);
+  return Converter(graph, keep_float32, target).run();
 }
 
 }  // namespace ember

@@ -1,4 +1,6 @@
-// --precision fp16: rewrites a graph's float32 computation to float16.
+// --precision fp16 (and bf16 on CUDA): rewrites a graph's float32 computation to float16
+// (or bfloat16: the same rewrite with the other 16-bit type; "float16" below stands for
+// the target type).
 //
 // Not part of optimize_graph: the session runs it after the other passes when the user
 // asks for fp16 (the fusion passes match float32 constants, so they must run first).
@@ -40,6 +42,12 @@
 // or (1 - mask) * -FLT_MAX, where -Inf would turn 0 * -Inf into NaN, and a saturated
 // -65504 still zeroes a softmax term. Their count is reported; Inf and NaN stay.
 // Magnitudes under 2^-14 become float16 subnormals, under 2^-25 (signed) zero.
+// bfloat16 has float32's exponent range, so only the very top of it overflows: finite
+// values past the largest bfloat16 (3.3895e38, 0x7f7f) would round to Inf, -FLT_MAX
+// among them, so they saturate the same way (and are counted); nothing underflows
+// that float32 holds. What bfloat16 loses is precision (8 mantissa bits against
+// float16's 11): integers are exact only up to 256, so the ops the schemas keep in
+// float32 for float16 (Range, ...) stay so here too.
 #pragma once
 
 #include "graph/graph.h"
@@ -49,16 +57,20 @@
 
 namespace ember {
 
+// What a conversion did (to float16 or bfloat16).
 struct Float16Summary {
-  int converted_nodes = 0;         // nodes now computing in float16
+  int converted_nodes = 0;         // nodes now computing in float16 (or bfloat16)
   int kept_nodes = 0;              // nodes with float32 values left in float32
   int casts_inserted = 0;          // Cast nodes added at the precision boundaries
-  int64_t converted_weights = 0;   // initializer elements converted to float16
-  int64_t overflowed_weights = 0;  // of those (and of constant attributes), |v| > 65504: saturated
+  int64_t converted_weights = 0;   // initializer elements converted to float16 (bfloat16)
+  int64_t overflowed_weights = 0;  // of those (and of constant attributes), beyond the range: saturated
 };
 
 // Converts `graph` in place. `keep_float32` (may be empty) names nodes to leave in
 // float32. The graph must be topologically sorted; it stays so.
 Float16Summary convert_to_float16(Graph& graph, const std::function<bool(const Node&)>& keep_float32 = {});
+// The same with `target` DType::Float16 or DType::BFloat16.
+Float16Summary convert_to_reduced_float(Graph& graph, DType target,
+                                        const std::function<bool(const Node&)>& keep_float32 = {});
 
 }  // namespace ember

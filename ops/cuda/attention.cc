@@ -2,9 +2,9 @@
 // schema is graph/schemas/attention_fused.cc): one fused kernel, no score matrix.
 // Takes rank-4 Q [B|1, H|1, Sq, D], K (through k_perm to Kt [B|1, H|1, D, Sk]),
 // V [B|1, H|1, Sk, Dv], a mask broadcastable to [B, H, Sq, Sk] and a constant
-// operand_scale (folded into the scale), in float32 or
-// float16, with D, Dv <= 128; float16 runs on the tensor cores where the GPU has them
-// (compute capability 8.0+). What it declines the planner runs as the decomposition.
+// operand_scale (folded into the scale), in float32, float16 or bfloat16, with D, Dv <=
+// 128; float16 and bfloat16 run on the tensor cores where the GPU has them (compute
+// capability 8.0+). What it declines the planner runs as the decomposition.
 #include "ops/cuda/attention_impl.h"
 #include "ops/cuda/cuda_common.h"
 #include "ops/registry.h"
@@ -37,7 +37,7 @@ class AttentionKernel final : public Kernel {
 
  private:
   cuda::AttentionArgs args_;
-  bool tensor_cores_;  // float16 on compute capability 8.0+: attention_mma_impl.cu
+  bool tensor_cores_;  // float16/bfloat16 on compute capability 8.0+: attention_mma_impl.cu
 };
 
 using Strides = std::array<int64_t, 4>;
@@ -100,12 +100,12 @@ void copy(const Strides& from, int64_t (&to)[4]) {
 std::unique_ptr<Kernel> make_attention(KernelInit& init, std::string* why_not) {
   const auto& at = init.node.attributes;
   const DType dtype = init.inputs[0].dtype;
-  if (dtype != DType::Float32 && dtype != DType::Float16) {
-    *why_not = std::string("ScaledDotProductAttention on CUDA takes float32 and float16, Q is ") + dtype_name(dtype);
+  cuda::AttentionArgs a;
+  if (!cuda::float_storage(dtype, &a.storage)) {
+    *why_not = std::string("ScaledDotProductAttention on CUDA takes float32, float16 and bfloat16, Q is ") +
+               dtype_name(dtype);
     return nullptr;
   }
-  cuda::AttentionArgs a;
-  a.half = dtype == DType::Float16;
   a.scale = at.get_float_or("scale", 1.0f);
   if (init.inputs.size() > 4 && init.inputs[4].present()) {
     // Q and K each times operand_scale: the scores times its square. The planner has
@@ -185,7 +185,8 @@ std::unique_ptr<Kernel> make_attention(KernelInit& init, std::string* why_not) {
                shape_to_string(v.shape) + " and output " + shape_to_string(y.shape) + " do not fit";
     return nullptr;
   }
-  const bool tensor_cores = a.half && cuda::stream_context(init).compute_major >= 8;
+  const bool tensor_cores =
+      a.storage != cuda::FloatStorage::Float32 && cuda::stream_context(init).compute_major >= 8;
   if ((tensor_cores ? cuda::attention_mma_blocks(a) : cuda::attention_blocks(a)) > INT_MAX) {
     *why_not = "batch * heads * query tiles exceeds a CUDA grid";
     return nullptr;

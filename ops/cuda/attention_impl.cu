@@ -184,8 +184,7 @@ void launch_typed(const AttentionArgs& a, cudaStream_t stream) {
 int64_t attention_blocks(const AttentionArgs& args) { return args.batch * args.heads * row_tiles(args.sq); }
 
 void launch_attention(const AttentionArgs& args, cudaStream_t stream) {
-  if (args.half) launch_typed<__half>(args, stream);
-  else launch_typed<float>(args, stream);
+  dispatch_storage(args.storage, [&](auto tag) { launch_typed<decltype(tag)>(args, stream); });
 }
 
 }  // namespace ember::cuda

@@ -1,8 +1,10 @@
 // Device side of com.ember ScaledDotProductAttention: one pass over K and V per tile of
 // query rows with an online softmax (running max and sum in float32), so the
 // [Sq, Sk] score matrix never exists. A plain C++ header: attention_impl.cu defines the
-// float32/float16 kernel, attention_mma_impl.cu the float16 tensor-core one.
+// float32/float16/bfloat16 kernel, attention_mma_impl.cu the 16-bit tensor-core one.
 #pragma once
+
+#include "ops/cuda/float_storage.h"
 
 #include <cuda_runtime.h>
 
@@ -23,7 +25,7 @@ struct AttentionArgs {
   const void* v = nullptr;     // T
   const void* mask = nullptr;  // T (additive) or bool bytes (boolean: nonzero keeps)
   void* y = nullptr;           // T, [batch, heads, sq, dv] through y_stride
-  bool half = false;           // T is __half, else float
+  FloatStorage storage = FloatStorage::Float32;  // T: float, __half or __nv_bfloat16
   AttentionMask mask_kind = AttentionMask::None;
   float scale = 1.0f;
   float mask_fill = 0.0f;      // the score of a key a boolean mask drops
@@ -42,8 +44,8 @@ int64_t attention_blocks(const AttentionArgs& args);
 // Requires d, dv <= kAttentionMaxHeadDim, sq > 0, dv > 0 and batch * heads > 0.
 void launch_attention(const AttentionArgs& args, cudaStream_t stream);
 
-// The tensor-core kernel (attention_mma_impl.cu): float16 only, compute capability 8.0
-// or later; the same requirements otherwise.
+// The tensor-core kernel (attention_mma_impl.cu): float16 and bfloat16 only, compute
+// capability 8.0 or later; the same requirements otherwise.
 int64_t attention_mma_blocks(const AttentionArgs& args);
 void launch_attention_mma(const AttentionArgs& args, cudaStream_t stream);
 

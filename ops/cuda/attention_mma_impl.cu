@@ -1,10 +1,10 @@
-// Fused scaled-dot-product attention on tensor cores, for float16 (flash-attention 2's
-// scheme, with mma.sync; see mma.cuh for the fragment layouts):
+// Fused scaled-dot-product attention on tensor cores, for float16 and bfloat16
+// (flash-attention 2's scheme, with mma.sync; see mma.cuh for the fragment layouts):
 //
 // One thread block (4 warps) per (batch, head, tile of 64 query rows); each warp owns 16
 // rows, and holds their Q fragments, scores and output accumulators in registers. The
 // block walks the keys in tiles of 64; per tile:
-//   1. K goes to shared memory as [key][feature] and V as V^T [feature][key] (float16,
+//   1. K goes to shared memory as [key][feature] and V as V^T [feature][key] (16-bit,
 //      zeros past the last key and the head dim), each row padded by 8 values so the
 //      fragment reads of a warp hit 32 different banks. Where the rows allow it
 //      (TileLoader) the loads are 16 bytes wide and the next tile's are issued before
@@ -14,14 +14,15 @@
 //      the same for every query row (BERT's padding mask) comes through shared memory,
 //      one load per key and tile rather than one per score;
 //   3. online softmax per row: the lanes of a group (4 lanes) share two rows, so a row's
-//      max is two shuffles; P = 2^(S - max) is rounded to float16 and, because the
+//      max is two shuffles; P = 2^(S - max) is rounded to the input type and, because the
 //      accumulator layout of two adjacent 8-key tiles is the A-fragment layout of a
 //      16-key block, goes straight back into the tensor cores: O = O * rescale + P V.
 // At the end Y = O / sum. The [Sq, Sk] matrix never leaves registers. Q is read and Y
 // written two values at a time where their rows allow it (contiguous, 4-byte aligned).
 //
 // The result differs from the float32 kernel (attention_impl.cu) only by P's rounding to
-// float16 before P V (relative ~5e-4), the precision flash attention runs at. Rows whose
+// the input type before P V (relative ~5e-4 in float16, ~4e-3 in bfloat16), the precision
+// flash attention runs at. Rows whose
 // scores are all -inf give NaN and finite fills a uniform row, as there.
 #include "ops/cuda/attention_impl.h"
 #include "ops/cuda/cuda_math.cuh"
@@ -40,7 +41,7 @@ constexpr int kRowsPerWarp = 16;
 constexpr int kRows = kWarps * kRowsPerWarp;  // query rows per block
 constexpr int kKeys = 64;                     // keys per tile
 constexpr int kKeyTiles8 = kKeys / 8;         // S's 8-key column tiles
-constexpr int kPad = 8;                       // float16 values after each shared row
+constexpr int kPad = 8;                       // 16-bit values after each shared row
 
 int64_t row_tiles(int64_t sq) { return (sq + kRows - 1) / kRows; }
 
@@ -55,7 +56,7 @@ constexpr size_t shared_values() {
 // (kKeys floats).
 template <int kHeadDim>
 constexpr size_t shared_bytes() {
-  return shared_values<kHeadDim>() * sizeof(__half) + kKeys * sizeof(float);
+  return shared_values<kHeadDim>() * sizeof(uint16_t) + kKeys * sizeof(float);
 }
 
 // Flags the host works out once per launch (a runtime argument: they do not change the
@@ -68,30 +69,32 @@ struct AccessPaths {
 
 // The mask's contribution for key j of row `at` in base 2: additive masks scaled by
 // log2(e); boolean ones as 1 (keep) or 0 (drop).
-template <AttentionMask kMask>
+template <class T, AttentionMask kMask>
 __device__ __forceinline__ float mask_term(const AttentionArgs& a, int64_t at) {
   if constexpr (kMask == AttentionMask::Additive)
-    return __half2float(static_cast<const __half*>(a.mask)[at]) * kLog2e;
+    return to_float(static_cast<const T*>(a.mask)[at]) * kLog2e;
   else
     return static_cast<const uint8_t*>(a.mask)[at] != 0 ? 1.f : 0.f;
 }
 
-__device__ __forceinline__ uint32_t load_pair(const __half* p) { return *reinterpret_cast<const uint32_t*>(p); }
+template <class T> __device__ __forceinline__ uint32_t load_pair(const T* p) {
+  return *reinterpret_cast<const uint32_t*>(p);
+}
 
 // K as [key][feature] and V as V^T [feature][key] into shared memory for the keys
 // j0 .. j0 + kKeys - 1, zeros past the last key and the head dims: any layout, one
 // value at a time.
-template <int kHeadDim>
-__device__ __forceinline__ void load_tile_scalar(const __half* k, const __half* v, const AttentionArgs& a, int64_t j0,
-                                                 __half* k_tile, __half* vt_tile) {
+template <class T, int kHeadDim>
+__device__ __forceinline__ void load_tile_scalar(const T* k, const T* v, const AttentionArgs& a, int64_t j0, T* k_tile,
+                                                 T* vt_tile) {
   constexpr int kKStride = kHeadDim + kPad, kVStride = kKeys + kPad;
   for (int idx = threadIdx.x; idx < kKeys * kHeadDim; idx += kThreads) {
     const int jj = idx / kHeadDim, c = idx % kHeadDim;
     const int64_t j = j0 + jj;
     const bool key_in = j < a.sk;
-    k_tile[jj * kKStride + c] = key_in && c < a.d ? k[j * a.k_stride[2] + c * a.k_stride[3]] : __float2half(0.f);
+    k_tile[jj * kKStride + c] = key_in && c < a.d ? k[j * a.k_stride[2] + c * a.k_stride[3]] : from_float<T>(0.f);
     // Zeros past the last key: their probability is 0, and 0 * garbage may be NaN.
-    vt_tile[c * kVStride + jj] = key_in && c < a.dv ? v[j * a.v_stride[2] + c * a.v_stride[3]] : __float2half(0.f);
+    vt_tile[c * kVStride + jj] = key_in && c < a.dv ? v[j * a.v_stride[2] + c * a.v_stride[3]] : from_float<T>(0.f);
   }
 }
 
@@ -101,13 +104,13 @@ __device__ __forceinline__ void load_tile_scalar(const __half* k, const __half* 
 // A warp's K chunks are 4 whole rows (coalesced loads, conflict-free 16-byte stores);
 // its V chunks are the same 8 features of 32 consecutive keys, so each transposed
 // 2-byte store of the warp writes 32 adjacent keys of one feature row.
-template <int kHeadDim, bool kVector>
+template <class T, int kHeadDim, bool kVector>
 struct TileLoader {
   static constexpr int kChunks = kHeadDim / 8;               // 8-value chunks per row
   static constexpr int kLoads = kKeys * kChunks / kThreads;  // per thread, per operand
   uint4 k_regs[kLoads], v_regs[kLoads];
 
-  __device__ __forceinline__ void fetch(const __half* k, const __half* v, const AttentionArgs& a, int64_t j0) {
+  __device__ __forceinline__ void fetch(const T* k, const T* v, const AttentionArgs& a, int64_t j0) {
 #pragma unroll
     for (int i = 0; i < kLoads; ++i) {
       const int idx = threadIdx.x + i * kThreads;
@@ -122,7 +125,7 @@ struct TileLoader {
     }
   }
 
-  __device__ __forceinline__ void store(__half* k_tile, __half* vt_tile) const {
+  __device__ __forceinline__ void store(T* k_tile, T* vt_tile) const {
     constexpr int kKStride = kHeadDim + kPad, kVStride = kKeys + kPad;
 #pragma unroll
     for (int i = 0; i < kLoads; ++i) {
@@ -130,24 +133,25 @@ struct TileLoader {
       const int k_key = idx / kChunks, k_chunk = idx % kChunks;
       const int v_key = idx % kKeys, v_chunk = idx / kKeys;
       *reinterpret_cast<uint4*>(k_tile + k_key * kKStride + 8 * k_chunk) = k_regs[i];
-      const __half* values = reinterpret_cast<const __half*>(&v_regs[i]);
+      const T* values = reinterpret_cast<const T*>(&v_regs[i]);
 #pragma unroll
       for (int e = 0; e < 8; ++e) vt_tile[(8 * v_chunk + e) * kVStride + v_key] = values[e];
     }
   }
 };
 
-// kHeadDim (64 or 128) bounds both D and Dv; the arrays indexed by it are unrolled.
-// kVector: K and V rows meet vector_tiles() (TileLoader).
-template <int kHeadDim, AttentionMask kMask, bool kVector>
+// T: __half or __nv_bfloat16. kHeadDim (64 or 128) bounds both D and Dv; the arrays
+// indexed by it are unrolled. kVector: K and V rows meet vector_tiles() (TileLoader).
+template <class T, int kHeadDim, AttentionMask kMask, bool kVector>
 __global__ void __launch_bounds__(kThreads)
     attention_mma_kernel(const AttentionArgs a, const int64_t tiles, const AccessPaths paths) {
   constexpr int kChunks = kHeadDim / 16;  // 16-feature steps of Q K^T
   constexpr int kOutTiles = kHeadDim / 8;  // 8-feature tiles of O
   constexpr int kKStride = kHeadDim + kPad, kVStride = kKeys + kPad;
-  extern __shared__ __align__(16) __half attention_shared[];
-  __half* k_tile = attention_shared;                   // [kKeys][kKStride]
-  __half* vt_tile = attention_shared + kKeys * kKStride;  // [kHeadDim][kVStride]
+  // Bytes, as one declaration serves every T.
+  extern __shared__ __align__(16) uint16_t attention_shared[];
+  T* k_tile = reinterpret_cast<T*>(attention_shared);  // [kKeys][kKStride]
+  T* vt_tile = k_tile + kKeys * kKStride;              // [kHeadDim][kVStride]
   float* mask_tile = reinterpret_cast<float*>(attention_shared + shared_values<kHeadDim>());  // [kKeys]
   const float scale = a.scale * kLog2e;
   // A boolean mask's fill in base 2, kept finite when it is (a finite fill makes a
@@ -162,16 +166,16 @@ __global__ void __launch_bounds__(kThreads)
   // This lane's two rows: `group` and `group + 8` of the warp's 16.
   const int64_t row_a = blockIdx.x % tiles * kRows + warp * kRowsPerWarp + group;
   const int64_t rows[2] = {row_a, row_a + 8};
-  const __half* q = static_cast<const __half*>(a.q) + b * a.q_stride[0] + h * a.q_stride[1];
-  const __half* k = static_cast<const __half*>(a.k) + b * a.k_stride[0] + h * a.k_stride[1];
-  const __half* v = static_cast<const __half*>(a.v) + b * a.v_stride[0] + h * a.v_stride[1];
+  const T* q = static_cast<const T*>(a.q) + b * a.q_stride[0] + h * a.q_stride[1];
+  const T* k = static_cast<const T*>(a.k) + b * a.k_stride[0] + h * a.k_stride[1];
+  const T* v = static_cast<const T*>(a.v) + b * a.v_stride[0] + h * a.v_stride[1];
   const int64_t mask_base = b * a.mask_stride[0] + h * a.mask_stride[1];
   const int64_t mask_rows[2] = {mask_base + rows[0] * a.mask_stride[2], mask_base + rows[1] * a.mask_stride[2]};
 
   // Q's A fragments, zeros past the head dim and the last row.
   uint32_t q_frag[kChunks][4];
   auto q_at = [&](int r, int c) {
-    return rows[r] < a.sq && c < d ? q[rows[r] * a.q_stride[2] + c * a.q_stride[3]] : __float2half(0.f);
+    return rows[r] < a.sq && c < d ? q[rows[r] * a.q_stride[2] + c * a.q_stride[3]] : from_float<T>(0.f);
   };
 #pragma unroll
   for (int c = 0; c < kChunks; ++c) {
@@ -181,7 +185,7 @@ __global__ void __launch_bounds__(kThreads)
       if (paths.q_pairs)
         q_frag[c][r] = rows[r & 1] < a.sq && col < d ? load_pair(q + rows[r & 1] * a.q_stride[2] + col) : 0u;
       else
-        q_frag[c][r] = pack_half2(q_at(r & 1, col), q_at(r & 1, col + 1));
+        q_frag[c][r] = pack_values<T>(q_at(r & 1, col), q_at(r & 1, col + 1));
     }
   }
 
@@ -192,17 +196,17 @@ __global__ void __launch_bounds__(kThreads)
     for (int e = 0; e < 4; ++e) out[t][e] = 0.f;
   float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f};  // row_sum: this lane's share
 
-  TileLoader<kHeadDim, kVector> loader;
+  TileLoader<T, kHeadDim, kVector> loader;
   if constexpr (kVector) loader.fetch(k, v, a, 0);
   for (int64_t j0 = 0; j0 < a.sk; j0 += kKeys) {
     __syncthreads();  // the previous tile is no longer read
     if constexpr (kVector) {
       loader.store(k_tile, vt_tile);
     } else {
-      load_tile_scalar<kHeadDim>(k, v, a, j0, k_tile, vt_tile);
+      load_tile_scalar<T, kHeadDim>(k, v, a, j0, k_tile, vt_tile);
     }
     if (kMask != AttentionMask::None && paths.shared_mask && threadIdx.x < kKeys && j0 + threadIdx.x < a.sk)
-      mask_tile[threadIdx.x] = mask_term<kMask>(a, mask_base + (j0 + threadIdx.x) * a.mask_stride[3]);
+      mask_tile[threadIdx.x] = mask_term<T, kMask>(a, mask_base + (j0 + threadIdx.x) * a.mask_stride[3]);
     __syncthreads();
     if constexpr (kVector) {
       // The next tile's loads are in flight while this one is multiplied.
@@ -215,12 +219,12 @@ __global__ void __launch_bounds__(kThreads)
     for (int n = 0; n < kKeyTiles8; ++n) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) s[n][e] = 0.f;
-      const __half* key_row = k_tile + (8 * n + group) * kKStride + 2 * index;
+      const T* key_row = k_tile + (8 * n + group) * kKStride + 2 * index;
 #pragma unroll
       for (int c = 0; c < kChunks; ++c) {
         if (16 * c >= d) break;  // the padded chunks add zeros
         const uint32_t kb[2] = {load_pair(key_row + 16 * c), load_pair(key_row + 16 * c + 8)};
-        mma_m16n8k16(s[n], q_frag[c], kb);
+        mma_m16n8k16<T>(s[n], q_frag[c], kb);
       }
     }
 
@@ -237,7 +241,7 @@ __global__ void __launch_bounds__(kThreads)
           x = -INFINITY;  // no key: weight 0
         } else if (kMask != AttentionMask::None && rows[r] < a.sq) {
           const float m = paths.shared_mask ? mask_tile[j - j0]
-                                            : mask_term<kMask>(a, mask_rows[r] + j * a.mask_stride[3]);
+                                            : mask_term<T, kMask>(a, mask_rows[r] + j * a.mask_stride[3]);
           if constexpr (kMask == AttentionMask::Additive)
             x += m;
           else
@@ -280,20 +284,21 @@ __global__ void __launch_bounds__(kThreads)
     // O += P V, P's A fragments being S's accumulators of 8-key tiles 2kk and 2kk + 1.
 #pragma unroll
     for (int kk = 0; kk < kKeys / 16; ++kk) {
-      const uint32_t p_frag[4] = {pack_half2(s[2 * kk][0], s[2 * kk][1]), pack_half2(s[2 * kk][2], s[2 * kk][3]),
-                                  pack_half2(s[2 * kk + 1][0], s[2 * kk + 1][1]),
-                                  pack_half2(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+      const uint32_t p_frag[4] = {pack_floats<T>(s[2 * kk][0], s[2 * kk][1]),
+                                  pack_floats<T>(s[2 * kk][2], s[2 * kk][3]),
+                                  pack_floats<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]),
+                                  pack_floats<T>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
 #pragma unroll
       for (int t = 0; t < kOutTiles; ++t) {
         if (8 * t >= dv) break;
-        const __half* feature_row = vt_tile + (8 * t + group) * kVStride + 16 * kk + 2 * index;
+        const T* feature_row = vt_tile + (8 * t + group) * kVStride + 16 * kk + 2 * index;
         const uint32_t vb[2] = {load_pair(feature_row), load_pair(feature_row + 8)};
-        mma_m16n8k16(out[t], p_frag, vb);
+        mma_m16n8k16<T>(out[t], p_frag, vb);
       }
     }
   }
 
-  __half* y = static_cast<__half*>(a.y);
+  T* y = static_cast<T*>(a.y);
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     float sum = row_sum[r];
@@ -302,19 +307,19 @@ __global__ void __launch_bounds__(kThreads)
     if (rows[r] >= a.sq) continue;
     // No keys: the decomposition's MatMul over an empty axis gives zeros.
     const float inv = a.sk == 0 ? 0.f : row_max[r] == -INFINITY ? NAN : 1.f / sum;
-    __half* y_row = y + b * a.y_stride[0] + h * a.y_stride[1] + rows[r] * a.y_stride[2];
+    T* y_row = y + b * a.y_stride[0] + h * a.y_stride[1] + rows[r] * a.y_stride[2];
 #pragma unroll
     for (int t = 0; t < kOutTiles; ++t) {
       const int col = 8 * t + 2 * index;  // even; dv is even when y_pairs
       if (paths.y_pairs) {
         if (col < dv)
           *reinterpret_cast<uint32_t*>(y_row + col) =
-              a.sk == 0 ? 0u : pack_half2(out[t][2 * r] * inv, out[t][2 * r + 1] * inv);
+              a.sk == 0 ? 0u : pack_floats<T>(out[t][2 * r] * inv, out[t][2 * r + 1] * inv);
         continue;
       }
 #pragma unroll
       for (int e = 2 * r; e < 2 * r + 2; ++e) {
-        if (col + (e & 1) < dv) y_row[(col + (e & 1)) * a.y_stride[3]] = __float2half(a.sk == 0 ? 0.f : out[t][e] * inv);
+        if (col + (e & 1) < dv) y_row[(col + (e & 1)) * a.y_stride[3]] = from_float<T>(a.sk == 0 ? 0.f : out[t][e] * inv);
       }
     }
   }
@@ -337,7 +342,7 @@ bool pairs(const void* p, const int64_t (&stride)[4], int64_t features) {
          stride[1] % 2 == 0 && stride[2] % 2 == 0;
 }
 
-template <int kHeadDim, AttentionMask kMask>
+template <class T, int kHeadDim, AttentionMask kMask>
 void launch(const AttentionArgs& a, cudaStream_t stream) {
   const size_t shared = shared_bytes<kHeadDim>();
   const auto blocks = static_cast<unsigned>(attention_mma_blocks(a));
@@ -346,18 +351,23 @@ void launch(const AttentionArgs& a, cudaStream_t stream) {
   paths.q_pairs = pairs(a.q, a.q_stride, a.d);
   paths.y_pairs = pairs(a.y, a.y_stride, a.dv);
   if (vector_tiles(a))
-    attention_mma_kernel<kHeadDim, kMask, true><<<blocks, kThreads, shared, stream>>>(a, row_tiles(a.sq), paths);
+    attention_mma_kernel<T, kHeadDim, kMask, true><<<blocks, kThreads, shared, stream>>>(a, row_tiles(a.sq), paths);
   else
-    attention_mma_kernel<kHeadDim, kMask, false><<<blocks, kThreads, shared, stream>>>(a, row_tiles(a.sq), paths);
+    attention_mma_kernel<T, kHeadDim, kMask, false><<<blocks, kThreads, shared, stream>>>(a, row_tiles(a.sq), paths);
 }
 
-template <int kHeadDim>
+template <class T, int kHeadDim>
 void launch_masked(const AttentionArgs& a, cudaStream_t stream) {
   switch (a.mask_kind) {
-    case AttentionMask::None: launch<kHeadDim, AttentionMask::None>(a, stream); break;
-    case AttentionMask::Additive: launch<kHeadDim, AttentionMask::Additive>(a, stream); break;
-    case AttentionMask::Boolean: launch<kHeadDim, AttentionMask::Boolean>(a, stream); break;
+    case AttentionMask::None: launch<T, kHeadDim, AttentionMask::None>(a, stream); break;
+    case AttentionMask::Additive: launch<T, kHeadDim, AttentionMask::Additive>(a, stream); break;
+    case AttentionMask::Boolean: launch<T, kHeadDim, AttentionMask::Boolean>(a, stream); break;
   }
+}
+
+template <class T> void launch_typed(const AttentionArgs& args, cudaStream_t stream) {
+  if (args.d <= 64 && args.dv <= 64) launch_masked<T, 64>(args, stream);
+  else launch_masked<T, 128>(args, stream);
 }
 
 }  // namespace
@@ -365,8 +375,8 @@ void launch_masked(const AttentionArgs& a, cudaStream_t stream) {
 int64_t attention_mma_blocks(const AttentionArgs& args) { return args.batch * args.heads * row_tiles(args.sq); }
 
 void launch_attention_mma(const AttentionArgs& args, cudaStream_t stream) {
-  if (args.d <= 64 && args.dv <= 64) launch_masked<64>(args, stream);
-  else launch_masked<128>(args, stream);
+  if (args.storage == FloatStorage::BFloat16) launch_typed<__nv_bfloat16>(args, stream);
+  else launch_typed<__half>(args, stream);
 }
 
 }  // namespace ember::cuda

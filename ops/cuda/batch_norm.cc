@@ -31,13 +31,13 @@ class BatchNormKernel final : public Kernel {
   cuda::BatchNormArgs args_;
 };
 
-bool is_float(DType t) { return t == DType::Float32 || t == DType::Float16; }
+bool is_float(DType t) { return t == DType::Float32 || t == DType::Float16 || t == DType::BFloat16; }
 
 std::unique_ptr<Kernel> make_batch_norm(KernelInit& init, std::string* why_not) {
   for (size_t i = 0; i < 5; ++i)
     if (!is_float(init.inputs[i].dtype)) {
-      *why_not = "BatchNormalization on CUDA takes float32 and float16, input " + std::to_string(i) + " is " +
-                 dtype_name(init.inputs[i].dtype);
+      *why_not = "BatchNormalization on CUDA takes float32, float16 and bfloat16, input " + std::to_string(i) +
+                 " is " + dtype_name(init.inputs[i].dtype);
       return nullptr;
     }
   BatchNormParams p;
@@ -47,9 +47,9 @@ std::unique_ptr<Kernel> make_batch_norm(KernelInit& init, std::string* why_not) 
     return nullptr;
   }
   cuda::BatchNormArgs a;
-  a.x_half = init.inputs[0].dtype == DType::Float16;
-  a.scale_bias_half = init.inputs[1].dtype == DType::Float16;
-  a.stats_half = init.inputs[3].dtype == DType::Float16;
+  cuda::float_storage(init.inputs[0].dtype, &a.x_storage);
+  cuda::float_storage(init.inputs[1].dtype, &a.scale_bias_storage);
+  cuda::float_storage(init.inputs[3].dtype, &a.stats_storage);
   a.epsilon = p.epsilon;
   a.outer = p.outer;
   a.channels = p.channels;

@@ -5,16 +5,20 @@ namespace ember::cuda {
 
 namespace {
 
-__device__ __forceinline__ float load(const void* p, bool half, int64_t i) {
-  return half ? __half2float(static_cast<const __half*>(p)[i]) : static_cast<const float*>(p)[i];
+__device__ __forceinline__ float load(const void* p, FloatStorage storage, int64_t i) {
+  switch (storage) {
+    case FloatStorage::Float16: return __half2float(static_cast<const __half*>(p)[i]);
+    case FloatStorage::BFloat16: return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
+    default: return static_cast<const float*>(p)[i];
+  }
 }
 
 // a = scale / sqrt(var + eps), b = bias - mean * a (the CPU kernel's arithmetic).
 __global__ void fold_kernel(BatchNormArgs p) {
   EMBER_CUDA_LOOP(c, p.channels) {
-    const float a = load(p.scale, p.scale_bias_half, c) / sqrtf(load(p.var, p.stats_half, c) + p.epsilon);
+    const float a = load(p.scale, p.scale_bias_storage, c) / sqrtf(load(p.var, p.stats_storage, c) + p.epsilon);
     p.folded[c] = a;
-    p.folded[p.channels + c] = load(p.bias, p.scale_bias_half, c) - load(p.mean, p.stats_half, c) * a;
+    p.folded[p.channels + c] = load(p.bias, p.scale_bias_storage, c) - load(p.mean, p.stats_storage, c) * a;
   }
 }
 
@@ -63,8 +67,7 @@ void launch_batch_norm(const BatchNormArgs& args, cudaStream_t stream) {
   if (args.channels <= 0) return;
   fold_kernel<<<dense_blocks(args.channels), 256, 0, stream>>>(args);
   if (args.outer * args.inner <= 0) return;
-  if (args.x_half) apply<__half>(args, stream);
-  else apply<float>(args, stream);
+  dispatch_storage(args.x_storage, [&](auto tag) { apply<decltype(tag)>(args, stream); });
 }
 
 }  // namespace ember::cuda

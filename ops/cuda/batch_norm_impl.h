@@ -3,6 +3,8 @@
 // header (batch_norm_impl.cu defines it).
 #pragma once
 
+#include "ops/cuda/float_storage.h"
+
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -12,13 +14,13 @@ namespace ember::cuda {
 struct BatchNormArgs {
   const void* x = nullptr;
   void* y = nullptr;
-  bool x_half = false;                    // X and Y: __half, else float
+  FloatStorage x_storage = FloatStorage::Float32;  // X and Y
   const void* scale = nullptr;            // [C] each
   const void* bias = nullptr;
   const void* mean = nullptr;
   const void* var = nullptr;
-  bool scale_bias_half = false;           // ONNX's T1 (scale, B)
-  bool stats_half = false;                // ONNX's T2 (input_mean, input_var)
+  FloatStorage scale_bias_storage = FloatStorage::Float32;  // ONNX's T1 (scale, B)
+  FloatStorage stats_storage = FloatStorage::Float32;       // ONNX's T2 (input_mean, input_var)
   float epsilon = 1e-5f;
   int64_t outer = 0, channels = 0, inner = 0;  // X is [outer, channels, inner]
   float* folded = nullptr;                // workspace: 2 * channels floats (a, then b)

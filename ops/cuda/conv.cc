@@ -5,11 +5,11 @@
 // 2-D ones with a unit height.
 //
 // com.ember NhwcConv (the layout planning's channels-last Conv, X/Y/Z as [N, H, W, C],
-// W still [K, C / group, R, S]) runs on cuDNN's NHWC kernels, where float16 meets the
-// tensor cores without cuDNN transposing each tensor in and out. W goes to KRSC
+// W still [K, C / group, R, S]) runs on cuDNN's NHWC kernels, where float16 and bfloat16
+// meet the tensor cores without cuDNN transposing each tensor in and out. W goes to KRSC
 // (nothing to do for 1x1 filters): a session weight once, at plan time, into device
 // memory every plan shares (PackedWeights); a W known only at run time into the
-// workspace each run. A float16 X whose channels are not a multiple of 8 (an image
+// workspace each run. A 16-bit X whose channels are not a multiple of 8 (an image
 // stem's C = 3) is copied with zero channels up to the next multiple, and a packed W
 // gets the same zero channels, since cuDNN reaches the tensor cores only then.
 //
@@ -66,7 +66,8 @@ class ConvKernel final : public Kernel {
     const DType t = init.inputs[0].dtype;
     const Shape& w = init.inputs[1].shape;
     const int64_t group = init.node.attributes.get_int_or("group", 1);
-    half_ = t == DType::Float16;
+    cuda::float_storage(t, &storage_);
+    half_ = storage_ != cuda::FloatStorage::Float32;  // 16-bit: tensor cores, channels padded to 8
     esize_ = half_ ? 2 : 4;
     channels_last_ = layout == Layout::ChannelsLast;
     has_bias_ = init.inputs.size() > 2 && init.inputs[2].present();
@@ -205,7 +206,7 @@ class ConvKernel final : public Kernel {
       e.n = y_numel_;
       e.bias = has_bias_ ? args.inputs[2]->data() : nullptr;
       e.add = has_residual_ ? args.inputs[3]->data() : nullptr;
-      cuda::launch_epilogue(half_, e, ctx.stream);
+      cuda::launch_epilogue(storage_, e, ctx.stream);
       cuda::check_launch("Conv epilogue");
     }
   }
@@ -258,6 +259,7 @@ class ConvKernel final : public Kernel {
   cuda::ActivationDesc relu_desc_;
   cudnnConvolutionFwdAlgo_t algo_ = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
   size_t cudnn_workspace_ = 0, pad_at_ = 0, filter_at_ = 0, esize_ = 4;
+  cuda::FloatStorage storage_ = cuda::FloatStorage::Float32;
   bool half_ = false, pad_ = false, fused_ = false, has_bias_ = false, has_residual_ = false;
   bool channels_last_ = false, transpose_filter_ = false;
   cuda::TiledTranspose filter_transpose_;

@@ -6,8 +6,8 @@ namespace ember::cuda {
 
 bool conv_inputs_supported(const KernelInit& init, const char* op, const char* what, std::string* why_not) {
   const DType t = init.inputs[0].dtype;
-  if (t != DType::Float32 && t != DType::Float16) {
-    *why_not = std::string(op) + " on CUDA takes float32 and float16, got " + dtype_name(t);
+  if (t != DType::Float32 && t != DType::Float16 && t != DType::BFloat16) {
+    *why_not = std::string(op) + " on CUDA takes float32, float16 and bfloat16, got " + dtype_name(t);
     return false;
   }
   for (size_t i = 1; i < init.inputs.size(); ++i)
@@ -52,7 +52,7 @@ bool set_conv_desc(const ConvDesc& desc, bool half, int64_t group, const std::ve
                                         CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
         "cudnnSetConvolutionNdDescriptor");
   check(cudnnSetConvolutionGroupCount(desc.get(), static_cast<int>(group)), "cudnnSetConvolutionGroupCount");
-  // No TF32 for float32; tensor cores (float accumulation) for float16.
+  // No TF32 for float32; tensor cores (float accumulation) for float16 and bfloat16.
   check(cudnnSetConvolutionMathType(desc.get(), half ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH),
         "cudnnSetConvolutionMathType");
   return true;

@@ -35,7 +35,9 @@ EMBER_CUDNN_DESCRIPTOR(ActivationDesc, cudnnActivationDescriptor_t, cudnnCreateA
                        cudnnDestroyActivationDescriptor);
 #undef EMBER_CUDNN_DESCRIPTOR
 
-inline cudnnDataType_t cudnn_type(DType t) { return t == DType::Float16 ? CUDNN_DATA_HALF : CUDNN_DATA_FLOAT; }
+inline cudnnDataType_t cudnn_type(DType t) {
+  return t == DType::Float16 ? CUDNN_DATA_HALF : t == DType::BFloat16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
+}
 
 // cuDNN's legacy API counts in int: every dim and every tensor's size must fit.
 inline bool fits_cudnn(const Shape& s) {
@@ -82,7 +84,8 @@ inline void set_filter(const FilterDesc& d, DType t, const Shape& shape) {
 }
 
 // Whether an algorithm the cuDNN heuristic paired with `math` keeps ember's precision:
-// float16 takes any (tensor cores accumulate in float); float32 only FMA math, since
+// float16 and bfloat16 (`half`: 16-bit storage) take any (tensor cores accumulate in
+// float); float32 only FMA math, since
 // CUDNN_DEFAULT_MATH and the tensor-op types allow TF32 on Ampere and later.
 inline bool usable_math_type(bool half, cudnnMathType_t math) { return half || math == CUDNN_FMA_MATH; }
 
@@ -98,7 +101,7 @@ inline void* scratch_start(void* workspace) {
 }
 
 // Declines (false, with the reason) what the cuDNN Conv and ConvTranspose kernels do
-// not take: X not float32/float16, W/B/Z of another dtype than X, or other than 1 to
+// not take: X not float32/float16/bfloat16, W/B/Z of another dtype than X, or other than 1 to
 // 3 spatial dims. `op` and `what` name the kernel in the reasons ("Conv",
 // "convolutions").
 bool conv_inputs_supported(const KernelInit& init, const char* op, const char* what, std::string* why_not);
@@ -107,7 +110,7 @@ bool conv_inputs_supported(const KernelInit& init, const char* op, const char* w
 // converts pads, strides and dilations to cuDNN's int, runs 1-D as 2-D with a unit
 // height (inserting that dim into `input`, `filter` and `output`), checks that every
 // tensor fits cuDNN's int, and sets `desc` (cross-correlation, float compute, `group`,
-// FMA math for float32 so no TF32, tensor-op math for float16). False with the reason
+// FMA math for float32 so no TF32, tensor-op math for float16 and bfloat16). False with the reason
 // when a value is beyond cuDNN's int range.
 bool set_conv_desc(const ConvDesc& desc, bool half, int64_t group, const std::vector<int64_t>& pads,
                    const Shape& strides, const Shape& dilations, Shape* input, Shape* filter, Shape* output,

@@ -32,7 +32,8 @@ class ConvTransposeKernel final : public Kernel {
     const Shape& y = init.outputs[0].shape;
     const WindowGeometry& g = t.window;
     const int64_t group = init.node.attributes.get_int_or("group", 1);
-    half_ = dtype == DType::Float16;
+    cuda::float_storage(dtype, &storage_);
+    half_ = storage_ != cuda::FloatStorage::Float32;  // 16-bit: tensor-op math
     esize_ = half_ ? 2 : 4;
     has_bias_ = init.inputs.size() > 2 && init.inputs[2].present();
     y_numel_ = shape_numel(y);
@@ -121,7 +122,7 @@ class ConvTransposeKernel final : public Kernel {
       e.y = y;
       e.n = y_numel_;
       e.bias = args.inputs[2]->data();
-      cuda::launch_epilogue(half_, e, ctx.stream);
+      cuda::launch_epilogue(storage_, e, ctx.stream);
       cuda::check_launch("ConvTranspose bias");
     }
   }
@@ -132,6 +133,7 @@ class ConvTransposeKernel final : public Kernel {
   cuda::ConvDesc conv_desc_;
   cudnnConvolutionBwdDataAlgo_t algo_ = CUDNN_CONVOLUTION_BWD_DATA_ALGO_1;
   size_t cudnn_workspace_ = 0, full_at_ = 0, esize_ = 4;
+  cuda::FloatStorage storage_ = cuda::FloatStorage::Float32;
   bool half_ = false, direct_ = true, has_bias_ = false;
   int64_t y_numel_ = 0;
   cuda::ShiftCopyArgs crop_;

@@ -3,9 +3,11 @@
 // Host code (ops/cuda/*.cc) includes this; device code includes cuda_math.cuh.
 #pragma once
 
+#include "ops/cuda/float_storage.h"
 #include "ops/kernel.h"
 
 #include <cublasLt.h>
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <cudnn.h>
@@ -55,11 +57,23 @@ inline unsigned blocks_for(int64_t n, unsigned threads = 256) {
   return static_cast<unsigned>(blocks < 1 ? 1 : blocks > 65535 * 8 ? 65535 * 8 : blocks);
 }
 
-// Calls f(T{}) with T = float or __half for those dtypes; false for any other dtype.
+// Calls f(T{}) with T = float, __half or __nv_bfloat16 for those dtypes; false for any
+// other dtype.
 template <class F> bool dispatch_float(DType dtype, F&& f) {
   switch (dtype) {
     case DType::Float32: f(float{}); return true;
     case DType::Float16: f(__half{}); return true;
+    case DType::BFloat16: f(__nv_bfloat16{}); return true;
+    default: return false;
+  }
+}
+
+// The storage of a float32, float16 or bfloat16 dtype; false for any other dtype.
+inline bool float_storage(DType dtype, FloatStorage* storage) {
+  switch (dtype) {
+    case DType::Float32: *storage = FloatStorage::Float32; return true;
+    case DType::Float16: *storage = FloatStorage::Float16; return true;
+    case DType::BFloat16: *storage = FloatStorage::BFloat16; return true;
     default: return false;
   }
 }

@@ -83,10 +83,9 @@ void launch(const EpilogueArgs& a, cudaStream_t stream) {
 
 }  // namespace
 
-void launch_epilogue(bool half, const EpilogueArgs& args, cudaStream_t stream) {
+void launch_epilogue(FloatStorage storage, const EpilogueArgs& args, cudaStream_t stream) {
   if (args.n <= 0) return;
-  if (half) launch<__half>(args, stream);
-  else launch<float>(args, stream);
+  dispatch_storage(storage, [&](auto tag) { launch<decltype(tag)>(args, stream); });
 }
 
 }  // namespace ember::cuda

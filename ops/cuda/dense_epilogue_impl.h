@@ -4,6 +4,7 @@
 #pragma once
 
 #include "graph/elementwise_functions.h"
+#include "ops/cuda/float_storage.h"
 
 #include <cuda_runtime.h>
 
@@ -36,7 +37,7 @@ inline bool epilogue_needed(const EpilogueArgs& e) {
   return e.bias || e.add || e.act.kind != Activation::Kind::None;
 }
 
-// Launches the pass on `stream`; `half` selects __half storage, else float.
-void launch_epilogue(bool half, const EpilogueArgs& args, cudaStream_t stream);
+// Launches the pass on `stream` over elements stored as `storage` says.
+void launch_epilogue(FloatStorage storage, const EpilogueArgs& args, cudaStream_t stream);
 
 }  // namespace ember::cuda

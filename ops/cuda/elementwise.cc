@@ -13,6 +13,7 @@ bool to_ew_type(DType dtype, EwType* type) {
   switch (dtype) {
     case DType::Float32: *type = EwType::F32; return true;
     case DType::Float16: *type = EwType::F16; return true;
+    case DType::BFloat16: *type = EwType::BF16; return true;
     case DType::Int32: *type = EwType::I32; return true;
     case DType::Int64: *type = EwType::I64; return true;
     case DType::Int8: *type = EwType::I8; return true;

@@ -7,6 +7,7 @@
 #include "ops/cuda/cuda_math.cuh"
 #include "ops/cuda/elementwise_impl.h"
 
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include <cstdint>
@@ -16,17 +17,21 @@ namespace ember::cuda {
 
 inline constexpr unsigned kEwThreads = 256;
 
-// Functors compute in float for __half (loads widen, stores round to nearest).
+// Functors compute in float for __half and __nv_bfloat16 (loads widen, stores round to
+// nearest).
 template <class T> struct ComputeOf { using type = T; };
 template <> struct ComputeOf<__half> { using type = float; };
+template <> struct ComputeOf<__nv_bfloat16> { using type = float; };
 template <class T> using compute_of = typename ComputeOf<T>::type;
 
 template <class C, class T> __device__ __forceinline__ C load_as(T v) {
   if constexpr (std::is_same_v<T, __half>) return static_cast<C>(__half2float(v));
+  else if constexpr (std::is_same_v<T, __nv_bfloat16>) return static_cast<C>(__bfloat162float(v));
   else return static_cast<C>(v);
 }
 template <class T, class C> __device__ __forceinline__ T store_as(C v) {
   if constexpr (std::is_same_v<T, __half>) return __float2half(static_cast<float>(v));
+  else if constexpr (std::is_same_v<T, __nv_bfloat16>) return __float2bfloat16(static_cast<float>(v));
   else return static_cast<T>(v);
 }
 
@@ -196,6 +201,7 @@ template <class T> constexpr EwType ew_type_of() {
   else if constexpr (std::is_same_v<T, uint8_t>) return EwType::U8;
   else if constexpr (std::is_same_v<T, bool>) return EwType::Bool;
   else if constexpr (std::is_same_v<T, double>) return EwType::F64;
+  else if constexpr (std::is_same_v<T, __nv_bfloat16>) return EwType::BF16;
   else static_assert(sizeof(T) == 0, "not an elementwise type");
 }
 
@@ -220,6 +226,7 @@ template <uint32_t Mask, class Fn> bool dispatch_ew(EwType type, Fn&& fn) {
   one(TypeTag<uint8_t>{});
   one(TypeTag<bool>{});
   one(TypeTag<double>{});
+  one(TypeTag<__nv_bfloat16>{});
   return found;
 }
 

@@ -11,17 +11,17 @@ namespace {
 
 class FusedElementwiseKernel final : public Kernel {
  public:
-  FusedElementwiseKernel(const FusedProgram& program, bool half) : program_(program), half_(half) {}
+  FusedElementwiseKernel(const FusedProgram& program, FloatStorage storage) : program_(program), storage_(storage) {}
 
   void run(const RunArgs& args) const override {
-    launch_fused_elementwise(program_, half_, args.inputs[0]->data(), args.outputs[0]->data(),
+    launch_fused_elementwise(program_, storage_, args.inputs[0]->data(), args.outputs[0]->data(),
                              args.outputs[0]->numel(), stream_context(args).stream);
     check_launch("FusedElementwise on CUDA");
   }
 
  private:
   FusedProgram program_;
-  bool half_;
+  FloatStorage storage_;
 };
 
 // Reads the node's program into `p`; false with *why_not when it is malformed.
@@ -56,13 +56,14 @@ bool read_program(const Node& node, FusedProgram& p, std::string* why_not) {
 
 std::unique_ptr<Kernel> make_fused_elementwise(KernelInit& init, std::string* why_not) {
   const DType dtype = init.inputs[0].dtype;
-  if (dtype != DType::Float32 && dtype != DType::Float16) {
+  FloatStorage storage;
+  if (!float_storage(dtype, &storage)) {
     *why_not = unsupported_on_cuda(init, dtype);
     return nullptr;
   }
   FusedProgram program;
   if (!read_program(init.node, program, why_not)) return nullptr;
-  return std::make_unique<FusedElementwiseKernel>(program, dtype == DType::Float16);
+  return std::make_unique<FusedElementwiseKernel>(program, storage);
 }
 
 }  // namespace

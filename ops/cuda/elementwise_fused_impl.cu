@@ -39,16 +39,14 @@ __global__ void fused_elementwise_kernel(const T* __restrict__ x, T* __restrict_
 
 }  // namespace
 
-void launch_fused_elementwise(const FusedProgram& program, bool half, const void* x, void* y, int64_t n,
+void launch_fused_elementwise(const FusedProgram& program, FloatStorage storage, const void* x, void* y, int64_t n,
                               cudaStream_t stream) {
   if (n <= 0) return;
-  if (half) {
-    fused_elementwise_kernel<__half><<<ew_blocks(n), kEwThreads, 0, stream>>>(
-        static_cast<const __half*>(x), static_cast<__half*>(y), n, program);
-  } else {
-    fused_elementwise_kernel<float><<<ew_blocks(n), kEwThreads, 0, stream>>>(
-        static_cast<const float*>(x), static_cast<float*>(y), n, program);
-  }
+  dispatch_storage(storage, [&](auto tag) {
+    using T = decltype(tag);
+    fused_elementwise_kernel<T><<<ew_blocks(n), kEwThreads, 0, stream>>>(static_cast<const T*>(x),
+                                                                         static_cast<T*>(y), n, program);
+  });
 }
 
 }  // namespace ember::cuda

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "graph/passes/elementwise_program.h"
+#include "ops/cuda/float_storage.h"
 
 #include <cuda_runtime.h>
 
@@ -18,9 +19,9 @@ struct FusedProgram {
   float constants[2 * kMaxElementwiseSteps] = {};
 };
 
-// y = program(x) over n contiguous elements of float32 (half == false) or float16,
+// y = program(x) over n contiguous elements of float32, float16 or bfloat16 (`storage`),
 // computed in float32 throughout.
-void launch_fused_elementwise(const FusedProgram& program, bool half, const void* x, void* y, int64_t n,
+void launch_fused_elementwise(const FusedProgram& program, FloatStorage storage, const void* x, void* y, int64_t n,
                               cudaStream_t stream);
 
 }  // namespace ember::cuda

@@ -16,11 +16,11 @@
 namespace ember::cuda {
 
 // The element types the family handles (a DType subset, mapped in elementwise.h).
-enum class EwType : int32_t { F32, F16, I32, I64, I8, U8, Bool, F64 };
+enum class EwType : int32_t { F32, F16, I32, I64, I8, U8, Bool, F64, BF16 };
 
 constexpr uint32_t type_bit(EwType t) { return 1u << static_cast<int>(t); }
 // Type sets an op accepts.
-inline constexpr uint32_t kEwFloat = type_bit(EwType::F32) | type_bit(EwType::F16);
+inline constexpr uint32_t kEwFloat = type_bit(EwType::F32) | type_bit(EwType::F16) | type_bit(EwType::BF16);
 inline constexpr uint32_t kEwSigned = kEwFloat | type_bit(EwType::I32) | type_bit(EwType::I64);
 inline constexpr uint32_t kEwBool = type_bit(EwType::Bool);
 

@@ -56,7 +56,7 @@ class CastKernel final : public Kernel {
   EwType from_, to_;
 };
 
-// float32/16/64, int8/32/64, uint8 and bool, both ways; the others (bfloat16, float8,
+// float32/16/64, bfloat16, int8/32/64, uint8 and bool, both ways; the others (float8,
 // 16-bit and unsigned 32/64-bit integers, strings) decline.
 std::unique_ptr<Kernel> make_cast_to(KernelInit& init, std::string* why_not, DType to) {
   const DType from = init.inputs[0].dtype;

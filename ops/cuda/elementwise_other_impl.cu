@@ -33,15 +33,20 @@ void launch_where_typed(const void* cond, const void* x, const void* y, void* ou
 // ---- Cast -------------------------------------------------------------------------------
 
 // ONNX Cast: float -> integer truncates toward zero, anything -> bool is "!= 0",
-// float16 goes through float, and integers/double reach float16 through double (one
-// rounding, as the CPU's convert does).
+// float16 and bfloat16 go through float, and integers/double reach them through double
+// (one rounding, as the CPU's convert does).
 template <class Out, class In> __device__ __forceinline__ Out convert(In x) {
   if constexpr (std::is_same_v<Out, In>) return x;
   else if constexpr (std::is_same_v<In, __half>) return convert<Out>(__half2float(x));
+  else if constexpr (std::is_same_v<In, __nv_bfloat16>) return convert<Out>(__bfloat162float(x));
   else if constexpr (std::is_same_v<Out, __half>) {
     if constexpr (std::is_same_v<In, float>) return __float2half(x);
     else if constexpr (std::is_same_v<In, bool>) return __float2half(x ? 1.f : 0.f);
     else return __double2half(static_cast<double>(x));
+  } else if constexpr (std::is_same_v<Out, __nv_bfloat16>) {
+    if constexpr (std::is_same_v<In, float>) return __float2bfloat16(x);
+    else if constexpr (std::is_same_v<In, bool>) return __float2bfloat16(x ? 1.f : 0.f);
+    else return __double2bfloat16(static_cast<double>(x));
   } else if constexpr (std::is_same_v<Out, bool>) {
     return x != In(0);
   } else {

@@ -44,7 +44,7 @@ bool read_bound(const KernelInit& init, size_t input, EwType type, EwParams* p, 
     *why_not = std::string("Clip's ") + (upper ? "max" : "min") + " must be one value of the input's dtype";
     return false;
   }
-  const bool is_float = type == EwType::F32 || type == EwType::F16;
+  const bool is_float = type == EwType::F32 || type == EwType::F16 || type == EwType::BF16;
   dispatch(NumericTypes{}, value->dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T v = value->data_as<T>()[0];

@@ -48,8 +48,8 @@ class LtMatmul {
     alpha_ = alpha;
     beta_ = c_full ? beta : 0.f;
     c_full_ = c_full;
-    type_ = dtype == DType::Float16 ? CUDA_R_16F : CUDA_R_32F;
-    esize_ = dtype == DType::Float16 ? 2 : 4;
+    type_ = dtype == DType::Float16 ? CUDA_R_16F : dtype == DType::BFloat16 ? CUDA_R_16BF : CUDA_R_32F;
+    esize_ = dtype == DType::Float32 ? 4 : 2;
     epilogue_ = epilogue;
     if (bias) {
       epilogue_ = epilogue == CUBLASLT_EPILOGUE_RELU   ? CUBLASLT_EPILOGUE_RELU_BIAS
@@ -91,8 +91,9 @@ class LtMatmul {
     set_pref(&pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, c_full ? kAlignment : align_d);
     set_pref(&pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, align_d);
     // Split-K partial sums must stay float32: the INPLACE and OUTPUT_TYPE schemes reduce
-    // them in D's type, i.e. in half for float16 (float32 D is float32 either way).
-    if (dtype == DType::Float16)
+    // them in D's type, i.e. in half for float16 or bfloat16 (float32 D is float32 either
+    // way).
+    if (dtype != DType::Float32)
       set_pref(&pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
                uint32_t{CUBLASLT_REDUCTION_SCHEME_NONE | CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE});
     cublasLtMatmulHeuristicResult_t results[kCandidates]{};
@@ -241,26 +242,27 @@ class LtMatmul {
 };
 
 // The activation cuBLASLt can apply itself (its GELU is the tanh approximation). Its
-// GELU is left to float16: cuBLASLt does not document that epilogue's accuracy, and
+// GELU is left to float16 and bfloat16: cuBLASLt does not document that epilogue's accuracy, and
 // CUTLASS's GELU_taylor epilogue evaluates tanh with tanh.approx.f32 (~2^-11 relative
 // error), well past float32's tolerance; for float32 our epilogue pass (tanhf) runs it.
 // In float16 it runs the erf GELU too: the two forms differ by at most 4.8e-4 (at
 // x = 2.70), under half a float16 ulp of the output wherever |y| >= 0.25, and below
 // 5.5e-5 where |y| < 0.0625; BERT and ViT match ONNX Runtime's float32 as closely
 // either way, and fusing it took BERT-base at batch 64 from 4.84 to 4.08 ms (H100,
-// 2026-11-26), GEMM + bias then our GELU pass being the slower.
+// 2026-11-26), GEMM + bias then our GELU pass being the slower. bfloat16's ulp is 8
+// times float16's, so the same holds there with more room.
 cublasLtEpilogue_t lt_activation(const cuda::Activation& act, DType dtype) {
   if (act.is(ew::UnaryFunction::Relu)) return CUBLASLT_EPILOGUE_RELU;
   const bool gelu = act.is(ew::UnaryFunction::GeluTanh) || act.is(ew::UnaryFunction::Gelu);
-  if (gelu && dtype == DType::Float16) return CUBLASLT_EPILOGUE_GELU;
+  if (gelu && dtype != DType::Float32) return CUBLASLT_EPILOGUE_GELU;
   return CUBLASLT_EPILOGUE_DEFAULT;
 }
 
-// float32 or float16, every present input of the same type; else a reason.
+// float32, float16 or bfloat16, every present input of the same type; else a reason.
 bool same_float_inputs(const KernelInit& init, std::string* why_not) {
   const DType t = init.inputs[0].dtype;
-  if (t != DType::Float32 && t != DType::Float16) {
-    *why_not = std::string(init.node.op_type) + " on CUDA takes float32 and float16, got " + dtype_name(t);
+  if (t != DType::Float32 && t != DType::Float16 && t != DType::BFloat16) {
+    *why_not = std::string(init.node.op_type) + " on CUDA takes float32, float16 and bfloat16, got " + dtype_name(t);
     return false;
   }
   for (size_t i = 1; i < init.inputs.size(); ++i)
@@ -276,7 +278,7 @@ bool same_float_inputs(const KernelInit& init, std::string* why_not) {
 class MatMulKernel final : public Kernel {
  public:
   bool plan(KernelInit& init, const cuda::Activation& act, const Problem& p, std::string* why_not) {
-    half_ = init.inputs[0].dtype == DType::Float16;
+    cuda::float_storage(init.inputs[0].dtype, &storage_);
     numel_ = shape_numel(init.outputs[0].shape);
     if (numel_ == 0) return true;  // nothing to compute
     const bool has_bias = init.inputs.size() > 2 && init.inputs[2].present();
@@ -300,7 +302,7 @@ class MatMulKernel final : public Kernel {
       cuda::EpilogueArgs e = epilogue_;
       e.y = y;
       e.n = numel_;
-      cuda::launch_epilogue(half_, e, ctx.stream);
+      cuda::launch_epilogue(storage_, e, ctx.stream);
       cuda::check_launch("MatMul activation");
     }
   }
@@ -308,7 +310,8 @@ class MatMulKernel final : public Kernel {
  private:
   LtMatmul lt_;
   cuda::EpilogueArgs epilogue_;
-  bool half_ = false, lt_bias_ = false;
+  cuda::FloatStorage storage_ = cuda::FloatStorage::Float32;
+  bool lt_bias_ = false;
   int64_t numel_ = 0;
 };
 
@@ -346,7 +349,7 @@ class GemmKernel final : public Kernel {
     p.m = init.outputs[0].shape[0];
     p.n = init.outputs[0].shape[1];
     p.k = p.trans_a ? a[0] : a[1];
-    half_ = init.inputs[0].dtype == DType::Float16;
+    cuda::float_storage(init.inputs[0].dtype, &storage_);
     numel_ = p.m * p.n;
     if (numel_ == 0) return true;
     if (p.k == 0) {
@@ -383,7 +386,7 @@ class GemmKernel final : public Kernel {
       e.y = y;
       e.n = numel_;
       if (add_c_) e.add = c;
-      cuda::launch_epilogue(half_, e, ctx.stream);
+      cuda::launch_epilogue(storage_, e, ctx.stream);
       cuda::check_launch("Gemm epilogue");
     }
   }
@@ -391,7 +394,8 @@ class GemmKernel final : public Kernel {
  private:
   LtMatmul lt_;
   cuda::EpilogueArgs epilogue_;
-  bool half_ = false, c_full_ = false, lt_bias_ = false, add_c_ = false;
+  cuda::FloatStorage storage_ = cuda::FloatStorage::Float32;
+  bool c_full_ = false, lt_bias_ = false, add_c_ = false;
   int64_t numel_ = 0;
 };
 

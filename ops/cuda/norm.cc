@@ -1,7 +1,8 @@
 // LayerNormalization (and com.ember AddLayerNormalization, the residual Add fused into
-// it), RMSNormalization, InstanceNormalization and GroupNormalization on CUDA: float32 and float16 storage (X, scale and bias of one dtype), float32
-// statistics; the same opset ranges and arithmetic as the CPU kernels
-// (ops/cpu/layer_norm.cc, rms_norm.cc, norm.cc). norm_impl.h has the kernels.
+// it), RMSNormalization, InstanceNormalization and GroupNormalization on CUDA: float32,
+// float16 and bfloat16 storage (X, scale and bias of one dtype), float32 statistics; the
+// same opset ranges and arithmetic as the CPU kernels (ops/cpu/layer_norm.cc, rms_norm.cc,
+// norm.cc). norm_impl.h has the kernels.
 #include "graph/schemas/norm.h"
 #include "ops/cuda/cuda_common.h"
 #include "ops/cuda/norm_impl.h"
@@ -11,10 +12,10 @@ namespace ember {
 
 namespace {
 
-bool is_float(DType t) { return t == DType::Float32 || t == DType::Float16; }
+bool is_float(DType t) { return t == DType::Float32 || t == DType::Float16 || t == DType::BFloat16; }
 
 std::string dtype_reason(DType t) {
-  return std::string(dtype_name(t)) + " is not supported on CUDA (float32 and float16 are)";
+  return std::string(dtype_name(t)) + " is not supported on CUDA (float32, float16 and bfloat16 are)";
 }
 
 // Inputs 1.. that are present must have X's dtype (the ops' type constraints say so;
@@ -107,7 +108,7 @@ std::unique_ptr<Kernel> make_row_norm(KernelInit& init, std::string* why_not) {
       return nullptr;
     }
   cuda::RowNormArgs a;
-  a.half = dtype == DType::Float16;
+  cuda::float_storage(dtype, &a.storage);
   a.rms = kRms;
   a.epsilon = attributes->epsilon;
   a.rows = rows.rows;
@@ -146,7 +147,7 @@ std::unique_ptr<Kernel> make_group_norm_kernel(const KernelInit& init, const Gro
   }
   if (!same_dtypes(init, 3, why_not)) return nullptr;
   cuda::GroupNormArgs a;
-  a.half = dtype == DType::Float16;
+  cuda::float_storage(dtype, &a.storage);
   a.per_channel = p.per_channel;
   a.epsilon = p.epsilon;
   a.batch = p.batch;

@@ -275,19 +275,15 @@ void launch_groups(const GroupNormArgs& p, cudaStream_t stream) {
 void launch_row_norm(const RowNormArgs& args, cudaStream_t stream) {
   if (args.rows <= 0) return;
   // cols == 0 still runs: Mean and InvStdDev become NaN, as on the CPU.
-  if (args.half) {
-    if (args.rms) launch_rows<__half, true>(args, stream);
-    else launch_rows<__half, false>(args, stream);
-  } else {
-    if (args.rms) launch_rows<float, true>(args, stream);
-    else launch_rows<float, false>(args, stream);
-  }
+  dispatch_storage(args.storage, [&](auto tag) {
+    if (args.rms) launch_rows<decltype(tag), true>(args, stream);
+    else launch_rows<decltype(tag), false>(args, stream);
+  });
 }
 
 void launch_group_norm(const GroupNormArgs& args, cudaStream_t stream) {
   if (args.batch <= 0 || args.channels <= 0 || args.groups <= 0 || args.spatial <= 0) return;
-  if (args.half) launch_groups<__half>(args, stream);
-  else launch_groups<float>(args, stream);
+  dispatch_storage(args.storage, [&](auto tag) { launch_groups<decltype(tag)>(args, stream); });
 }
 
 }  // namespace ember::cuda

@@ -1,8 +1,10 @@
 // Device side of the normalizations on CUDA (norm_impl.cu defines it). A plain C++
-// header: norm.cc includes it. Storage is float or __half (X, Y, scale and bias all
-// the same), statistics and math float32, two passes (mean, then squared deviations)
+// header: norm.cc includes it. Storage is float, __half or __nv_bfloat16 (X, Y, scale
+// and bias all the same), statistics and math float32, two passes (mean, then squared deviations)
 // as the CPU kernels do.
 #pragma once
+
+#include "ops/cuda/float_storage.h"
 
 #include <cuda_runtime.h>
 
@@ -26,7 +28,7 @@ struct RowNormArgs {
   void* y = nullptr;
   float* mean = nullptr;     // optional: [rows] (LayerNorm's Mean output)
   float* inv_std = nullptr;  // optional: [rows] (LayerNorm's InvStdDev output)
-  bool half = false;
+  FloatStorage storage = FloatStorage::Float32;
   bool rms = false;
   float epsilon = 1e-5f;
   int64_t rows = 0, cols = 0;
@@ -42,7 +44,7 @@ struct GroupNormArgs {
   const void* scale = nullptr;
   const void* bias = nullptr;
   void* y = nullptr;
-  bool half = false;
+  FloatStorage storage = FloatStorage::Float32;
   bool per_channel = true;
   float epsilon = 1e-5f;
   int64_t batch = 0, channels = 0, groups = 0, spatial = 0;

@@ -33,6 +33,7 @@ std::unique_ptr<Kernel> make_pool(KernelInit& init, std::string* why_not, cuda::
   cuda::PoolType type;
   if (dtype == DType::Float32) type = cuda::PoolType::Float32;
   else if (dtype == DType::Float16) type = cuda::PoolType::Float16;
+  else if (dtype == DType::BFloat16) type = cuda::PoolType::BFloat16;
   else if (mode == cuda::PoolMode::Max && dtype == DType::Int8) type = cuda::PoolType::Int8;
   else if (mode == cuda::PoolMode::Max && dtype == DType::UInt8) type = cuda::PoolType::UInt8;
   else {
@@ -91,26 +92,27 @@ std::unique_ptr<Kernel> make_nhwc_average_pool(KernelInit& init, std::string* wh
 
 class GlobalPoolKernel final : public Kernel {
  public:
-  GlobalPoolKernel(bool half, const cuda::GlobalPoolArgs& args) : half_(half), args_(args) {}
+  GlobalPoolKernel(cuda::FloatStorage storage, const cuda::GlobalPoolArgs& args) : storage_(storage), args_(args) {}
 
   void run(const RunArgs& args) const override {
     cuda::GlobalPoolArgs a = args_;
     a.x = args.inputs[0]->data();
     a.y = args.outputs[0]->data();
-    cuda::launch_global_pool(half_, a, cuda::stream_context(args).stream);
+    cuda::launch_global_pool(storage_, a, cuda::stream_context(args).stream);
     cuda::check_launch("global pooling");
   }
 
  private:
-  bool half_;
+  cuda::FloatStorage storage_;
   cuda::GlobalPoolArgs args_;
 };
 
 template <bool Max, Layout kLayout = Layout::ChannelsFirst>
 std::unique_ptr<Kernel> make_global_pool(KernelInit& init, std::string* why_not) {
   const DType dtype = init.inputs[0].dtype;
-  if (dtype != DType::Float32 && dtype != DType::Float16) {
-    *why_not = init.node.op_type + " on CUDA takes float32 and float16, got " + dtype_name(dtype);
+  cuda::FloatStorage storage;
+  if (!cuda::float_storage(dtype, &storage)) {
+    *why_not = init.node.op_type + " on CUDA takes float32, float16 and bfloat16, got " + dtype_name(dtype);
     return nullptr;
   }
   const Shape& x = init.inputs[0].shape;
@@ -124,7 +126,7 @@ std::unique_ptr<Kernel> make_global_pool(KernelInit& init, std::string* why_not)
     *why_not = "pooling over an empty plane";
     return nullptr;
   }
-  return std::make_unique<GlobalPoolKernel>(dtype == DType::Float16, a);
+  return std::make_unique<GlobalPoolKernel>(storage, a);
 }
 
 std::unique_ptr<Kernel> make_nhwc_global_average_pool(KernelInit& init, std::string* why_not) {

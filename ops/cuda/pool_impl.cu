@@ -245,15 +245,18 @@ void launch_pool(PoolType type, const PoolArgs& args, cudaStream_t stream) {
     case PoolType::Float16:
       if (!launch_nhwc_pool_2d<__half>(args, stream)) pool_kernel<__half><<<blocks, threads, 0, stream>>>(args);
       break;
+    case PoolType::BFloat16:
+      if (!launch_nhwc_pool_2d<__nv_bfloat16>(args, stream))
+        pool_kernel<__nv_bfloat16><<<blocks, threads, 0, stream>>>(args);
+      break;
     case PoolType::Int8: pool_kernel<int8_t><<<blocks, threads, 0, stream>>>(args); break;
     case PoolType::UInt8: pool_kernel<uint8_t><<<blocks, threads, 0, stream>>>(args); break;
   }
 }
 
-void launch_global_pool(bool half, const GlobalPoolArgs& args, cudaStream_t stream) {
+void launch_global_pool(FloatStorage storage, const GlobalPoolArgs& args, cudaStream_t stream) {
   if (args.planes <= 0 || args.size <= 0) return;
-  if (half) launch_global<__half>(args, stream);
-  else launch_global<float>(args, stream);
+  dispatch_storage(storage, [&](auto tag) { launch_global<decltype(tag)>(args, stream); });
 }
 
 }  // namespace ember::cuda

@@ -5,6 +5,8 @@
 // (pool_impl.cu defines it).
 #pragma once
 
+#include "ops/cuda/float_storage.h"
+
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -12,7 +14,7 @@
 namespace ember::cuda {
 
 enum class PoolMode : int32_t { Max, Average, Lp };
-enum class PoolType : int32_t { Float32, Float16, Int8, UInt8 };
+enum class PoolType : int32_t { Float32, Float16, Int8, UInt8, BFloat16 };
 
 // Window geometry padded to 3 spatial dims (unused leading dims: size 1, kernel 1,
 // stride 1, dilation 1, no padding), as in the CPU reference loop.
@@ -31,7 +33,7 @@ struct PoolArgs {
   int64_t dilation[3] = {1, 1, 1}, pad_begin[3] = {0, 0, 0}, pad_end[3] = {0, 0, 0};
 };
 
-// Max takes every PoolType; Average and Lp take Float32 and Float16.
+// Max takes every PoolType; Average and Lp take Float32, Float16 and BFloat16.
 void launch_pool(PoolType type, const PoolArgs& args, cudaStream_t stream);
 
 struct GlobalPoolArgs {
@@ -44,6 +46,6 @@ struct GlobalPoolArgs {
   int64_t channels = 1;
 };
 
-void launch_global_pool(bool half, const GlobalPoolArgs& args, cudaStream_t stream);
+void launch_global_pool(FloatStorage storage, const GlobalPoolArgs& args, cudaStream_t stream);
 
 }  // namespace ember::cuda

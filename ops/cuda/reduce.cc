@@ -57,6 +57,7 @@ std::unique_ptr<Kernel> make_reduce(KernelInit& init, std::string* why_not) {
   switch (init.inputs[0].dtype) {
     case DType::Float32: a.dtype = cuda::ReduceDType::Float32; break;
     case DType::Float16: a.dtype = cuda::ReduceDType::Float16; break;
+    case DType::BFloat16: a.dtype = cuda::ReduceDType::BFloat16; break;
     case DType::Int32: a.dtype = cuda::ReduceDType::Int32; break;
     case DType::Int64: a.dtype = cuda::ReduceDType::Int64; break;
     default:

@@ -32,6 +32,7 @@ std::unique_ptr<Kernel> make_arg_reduce(KernelInit& init, std::string* why_not) 
   switch (init.inputs[0].dtype) {
     case DType::Float32: a.dtype = cuda::ArgReduceDType::Float32; break;
     case DType::Float16: a.dtype = cuda::ArgReduceDType::Float16; break;
+    case DType::BFloat16: a.dtype = cuda::ArgReduceDType::BFloat16; break;
     case DType::Int32: a.dtype = cuda::ArgReduceDType::Int32; break;
     case DType::Int64: a.dtype = cuda::ArgReduceDType::Int64; break;
     default:

@@ -92,6 +92,7 @@ void launch_arg_reduce(const ArgReduceArgs& args, cudaStream_t stream) {
   switch (args.dtype) {
     case ArgReduceDType::Float32: return launch_mode<float>(args, stream);
     case ArgReduceDType::Float16: return launch_mode<__half>(args, stream);
+    case ArgReduceDType::BFloat16: return launch_mode<__nv_bfloat16>(args, stream);
     case ArgReduceDType::Int32: return launch_mode<int32_t>(args, stream);
     case ArgReduceDType::Int64: return launch_mode<int64_t>(args, stream);
   }

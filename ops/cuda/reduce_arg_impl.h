@@ -50,7 +50,7 @@ EMBER_ARG_HD void arg_take_better(V& v, long long& i, V ov, long long oi) {
   }
 }
 
-enum class ArgReduceDType { Float32, Float16, Int32, Int64 };
+enum class ArgReduceDType { Float32, Float16, Int32, Int64, BFloat16 };
 
 struct ArgReduceArgs {
   const void* x = nullptr;

@@ -172,6 +172,7 @@ void launch_reduce(const ReduceArgs& args, cudaStream_t stream) {
   switch (args.dtype) {
     case ReduceDType::Float32: return launch_op<float>(args, stream);
     case ReduceDType::Float16: return launch_op<__half>(args, stream);
+    case ReduceDType::BFloat16: return launch_op<__nv_bfloat16>(args, stream);
     case ReduceDType::Int32: return launch_op<int32_t>(args, stream);
     case ReduceDType::Int64: return launch_op<int64_t>(args, stream);
   }

@@ -31,7 +31,7 @@ inline constexpr int kReduceMaxDims = 8;        // kept runs, and reduced runs, 
 inline constexpr int64_t kReduceWarpRow = 1024;  // longest row a warp folds in the Rows layout
 
 enum class ReduceOp { Sum, Mean, Max, Min, Prod, L1, L2, LogSum, LogSumExp, SumSquare };
-enum class ReduceDType { Float32, Float16, Int32, Int64 };
+enum class ReduceDType { Float32, Float16, Int32, Int64, BFloat16 };
 
 // Output o folds x[base(o) + offset(j)] for j in [0, count()).
 struct RowsLayout {

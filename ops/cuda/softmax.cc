@@ -1,4 +1,5 @@
-// Softmax and LogSoftmax on CUDA (float32 and float16 storage, float32 math).
+// Softmax and LogSoftmax on CUDA (float32, float16 and bfloat16 storage, float32
+// math).
 //
 // Opsets 1-12 coerce the input to 2-D at `axis` (default 1) and normalize each row of
 // prod(dims[axis:]) elements; opset 13+ normalizes along the one dimension `axis`
@@ -32,13 +33,12 @@ class SoftmaxKernel final : public Kernel {
 template <bool kLog>
 std::unique_ptr<Kernel> make_softmax(KernelInit& init, std::string* why_not) {
   const DType dtype = init.inputs[0].dtype;
-  if (dtype != DType::Float32 && dtype != DType::Float16) {
-    *why_not = std::string(dtype_name(dtype)) + " is not supported on CUDA (float32 and float16 are)";
+  cuda::SoftmaxArgs a;
+  if (!cuda::float_storage(dtype, &a.storage)) {
+    *why_not = std::string(dtype_name(dtype)) + " is not supported on CUDA (float32, float16 and bfloat16 are)";
     return nullptr;
   }
   const SoftmaxShape s = softmax_shape(infer_context(init));
-  cuda::SoftmaxArgs a;
-  a.half = dtype == DType::Float16;
   a.log = kLog;
   a.outer = s.outer;
   a.n = s.n;

@@ -154,8 +154,7 @@ void launch_mode(const SoftmaxArgs& a, cudaStream_t stream) {
 
 void launch_softmax(const SoftmaxArgs& args, cudaStream_t stream) {
   if (args.outer <= 0 || args.n <= 0 || args.inner <= 0) return;  // nothing to write
-  if (args.half) launch_mode<__half>(args, stream);
-  else launch_mode<float>(args, stream);
+  dispatch_storage(args.storage, [&](auto tag) { launch_mode<decltype(tag)>(args, stream); });
 }
 
 }  // namespace ember::cuda

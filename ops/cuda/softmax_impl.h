@@ -8,8 +8,11 @@
 //    when it fits (n <= kSoftmaxCachedRow), else read again from global memory;
 //  - inner > 1: one thread per (outer, inner) column, walking n at stride `inner`
 //    (adjacent threads read adjacent columns, so loads coalesce).
-// All math is float32 with the max subtracted first; storage is float or __half.
+// All math is float32 with the max subtracted first; storage is float, __half or
+// __nv_bfloat16.
 #pragma once
+
+#include "ops/cuda/float_storage.h"
 
 #include <cuda_runtime.h>
 
@@ -23,7 +26,7 @@ inline constexpr int64_t kSoftmaxCachedRow = 8192;  // longest row cached in sha
 struct SoftmaxArgs {
   const void* x = nullptr;
   void* y = nullptr;
-  bool half = false;  // X and Y are __half, else float
+  FloatStorage storage = FloatStorage::Float32;  // of X and Y
   bool log = false;   // LogSoftmax
   int64_t outer = 0, n = 0, inner = 0;
 };

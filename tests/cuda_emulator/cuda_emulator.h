@@ -7,11 +7,12 @@
 // Each CUDA thread is a fiber; the threads of one block run on one OS thread and switch
 // at __syncthreads and at warp shuffles, so barriers and shuffles keep their meaning
 // exactly. `__shared__` variables become thread_local statics: the fibers of a block
-// share them, and blocks run one after another. The CUDA types, the __half conversions
-// and the runtime API's declarations are the toolkit's own headers; runtime.cc defines
-// the API functions the engine calls.
+// share them, and blocks run one after another. The CUDA types, the __half and
+// __nv_bfloat16 conversions and the runtime API's declarations are the toolkit's own
+// headers; runtime.cc defines the API functions the engine calls.
 #pragma once
 
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -57,28 +58,36 @@ uint64_t& shuffle_slot(unsigned lane);
 inline unsigned lane_id() { return current_coordinates->linear & 31u; }
 
 // One lane's registers of a warp-wide matrix multiply (mma.sync m16n8k16): A's four
-// and B's two 32-bit registers, each two float16 values.
+// and B's two 32-bit registers, each two float16 (or bfloat16) values.
 struct MatrixFragments {
   uint32_t a[4], b[2];
 };
 MatrixFragments& fragment_slot(unsigned lane);
 
-// PTX mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 for the warp: D += A * B, with
+// PTX mma.sync.aligned.m16n8k16.row.col.f32.{f16.f16,bf16.bf16}.f32 for the warp (T:
+// __half or __nv_bfloat16, the inputs' type): D += A * B, with
 // A 16x16, B 16x8 and D 16x8 spread over the lanes as the PTX ISA lays them out (lane =
 // 4 * group + index in group): A's register r holds row group + 8 * (r & 1), columns
 // 2 * index + 8 * (r >> 1) + {0, 1}; B's register r holds rows 2 * index + 8 * r + {0, 1},
 // column group; D's element e is row group + 8 * (e >> 1), column 2 * index + (e & 1).
 // Every lane publishes its registers, waits for the warp, and computes its own four
-// elements in float.
-inline void mma_m16n8k16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
+// elements in float (each product is exact there, as on the tensor cores).
+template <class T> void mma_m16n8k16(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2]) {
   const unsigned lane = lane_id();
   MatrixFragments& mine = fragment_slot(lane);
   std::memcpy(mine.a, a, sizeof mine.a);
   std::memcpy(mine.b, b, sizeof mine.b);
   warp_barrier(0xffffffffu);
   auto half_of = [](uint32_t word, unsigned k) {
-    const __half_raw raw{static_cast<unsigned short>(k & 1 ? word >> 16 : word & 0xffffu)};
-    return __half2float(__half(raw));
+    const auto bits = static_cast<unsigned short>(k & 1 ? word >> 16 : word & 0xffffu);
+    if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+      const uint32_t f = static_cast<uint32_t>(bits) << 16;  // bfloat16 is float's top half
+      float value;
+      std::memcpy(&value, &f, sizeof value);
+      return value;
+    } else {
+      return __half2float(__half(__half_raw{bits}));
+    }
   };
   auto a_at = [&](unsigned row, unsigned k) {
     const MatrixFragments& from = fragment_slot(4 * (row & 7) + (k & 7) / 2);

@@ -11,6 +11,10 @@ namespace ember::emu {
 // cudaErrorMemoryAllocation past it, so tests can reach the out-of-memory paths.
 void set_memory_capacity(size_t bytes);
 
+// The compute capability the device reports (major 0: the default, 9.0), so tests can
+// reach what older GPUs are refused.
+void set_compute_capability(int major, int minor);
+
 // Work runs the moment it is queued, so the emulator cannot run streams out of order;
 // these say whether the waits a real GPU needs were asked for.
 // Kernels, copies and fills the device has run so far.

@@ -84,26 +84,29 @@ cudaError_t rotate(const float* in, float* out, int n) {
 }
 
 // One warp: D = C + A B with A 16x16 (row-major floats), B 16x8 (row-major floats), C and
-// D 16x8, through mma.cuh's mma_m16n8k16 and the fragment layout it documents.
+// D 16x8, through mma.cuh's mma_m16n8k16 and the fragment layout it documents; A and B
+// rounded to T (__half or __nv_bfloat16).
+template <class T>
 __global__ void mma_kernel(const float* a, const float* b, const float* c, float* d) {
   const int lane = threadIdx.x, group = lane >> 2, index = lane & 3;
   uint32_t a_frag[4], b_frag[2];
   for (int r = 0; r < 4; ++r) {
     const int row = group + 8 * (r & 1), col = 2 * index + 8 * (r >> 1);
-    a_frag[r] = ember::cuda::pack_half2(a[row * 16 + col], a[row * 16 + col + 1]);
+    a_frag[r] = ember::cuda::pack_floats<T>(a[row * 16 + col], a[row * 16 + col + 1]);
   }
   for (int r = 0; r < 2; ++r) {
     const int k = 2 * index + 8 * r;
-    b_frag[r] = ember::cuda::pack_half2(b[k * 8 + group], b[(k + 1) * 8 + group]);
+    b_frag[r] = ember::cuda::pack_floats<T>(b[k * 8 + group], b[(k + 1) * 8 + group]);
   }
   float acc[4];
   for (int e = 0; e < 4; ++e) acc[e] = c[(group + 8 * (e >> 1)) * 8 + 2 * index + (e & 1)];
-  ember::cuda::mma_m16n8k16(acc, a_frag, b_frag);
+  ember::cuda::mma_m16n8k16<T>(acc, a_frag, b_frag);
   for (int e = 0; e < 4; ++e) d[(group + 8 * (e >> 1)) * 8 + 2 * index + (e & 1)] = acc[e];
 }
 
-cudaError_t mma(const float* a, const float* b, const float* c, float* d) {
-  mma_kernel<<<1, 32>>>(a, b, c, d);
+cudaError_t mma(const float* a, const float* b, const float* c, float* d, bool bf16) {
+  if (bf16) mma_kernel<__nv_bfloat16><<<1, 32>>>(a, b, c, d);
+  else mma_kernel<__half><<<1, 32>>>(a, b, c, d);
   return cudaGetLastError();
 }
 

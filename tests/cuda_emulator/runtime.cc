@@ -58,6 +58,7 @@ struct Device {
   std::mutex mutex;
   std::map<const char*, Allocation> allocations;  // by start address
   size_t in_use = 0, capacity = kDefaultCapacity;
+  int compute_major = 9, compute_minor = 0;  // as the H100 the code targets
   int global_captures = 0;  // streams capturing in cudaStreamCaptureModeGlobal
   // Work runs when it is queued, so stream order always holds here; what tests can
   // check is that the waits a real device needs were asked for.
@@ -197,6 +198,12 @@ void set_memory_capacity(size_t bytes) {
   device().capacity = bytes ? bytes : kDefaultCapacity;
 }
 
+void set_compute_capability(int major, int minor) {
+  std::lock_guard lock(device().mutex);
+  device().compute_major = major ? major : 9;
+  device().compute_minor = major ? minor : 0;
+}
+
 }  // namespace ember::emu
 
 using namespace ember::emu;
@@ -218,8 +225,8 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int index) {
   *prop = cudaDeviceProp{};
   std::snprintf(prop->name, sizeof(prop->name), "ember CUDA emulator (CPU)");
   prop->totalGlobalMem = device().capacity;
-  prop->major = 9;  // plans are made as for the H100 the code targets
-  prop->minor = 0;
+  prop->major = device().compute_major;  // plans are made as for the H100 the code targets
+  prop->minor = device().compute_minor;
   prop->multiProcessorCount = 132;
   prop->warpSize = 32;
   prop->maxThreadsPerBlock = 1024;

@@ -5,6 +5,7 @@
 #include <ember/devices.h>
 #include <gtest/gtest.h>
 
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -21,7 +22,7 @@ cudaError_t shuffle_after_return(float* out);
 cudaError_t overrun(float* out, int n);
 cudaError_t add_one(float* data, int n, dim3 grid, int threads, size_t shared_bytes, cudaStream_t stream);
 cudaError_t rotate(const float* in, float* out, int n);
-cudaError_t mma(const float* a, const float* b, const float* c, float* d);
+cudaError_t mma(const float* a, const float* b, const float* c, float* d, bool bf16);
 }  // namespace ember::emu_test
 
 namespace {
@@ -74,24 +75,27 @@ TEST(CudaEmulator, BarriersAndShufflesReduceLikeAGpu) {
   }
 }
 
-// The warp's tensor-core product (ops/cuda/mma.cuh) against a plain one, on float16
-// values: products of two float16 are exact in float, so only the float sums round.
+// The warp's tensor-core product (ops/cuda/mma.cuh) against a plain one, on float16 and
+// on bfloat16 values: products of two such values are exact in float, so only the float
+// sums round.
 TEST(CudaEmulator, WarpMatrixMultiplyMatchesAPlainProduct) {
-  auto as_halves = [](std::vector<float> v) {
-    for (float& x : v) x = __half2float(__float2half(x));
-    return v;
-  };
-  const std::vector<float> a = as_halves(random_floats(16 * 16, 5)), b = as_halves(random_floats(16 * 8, 6)),
-                           c = random_floats(16 * 8, 7);
-  DeviceFloats da(a), db(b), dc(c), dd(std::vector<float>(16 * 8, NAN));
-  ASSERT_EQ(mma(da.data, db.data, dc.data, dd.data), cudaSuccess);
-  const std::vector<float> d = dd.read();
-  for (int i = 0; i < 16; ++i)
-    for (int j = 0; j < 8; ++j) {
-      double want = c[i * 8 + j];
-      for (int k = 0; k < 16; ++k) want += static_cast<double>(a[i * 16 + k]) * b[k * 8 + j];
-      EXPECT_NEAR(d[i * 8 + j], want, 1e-5) << "row " << i << " column " << j;
-    }
+  for (const bool bf16 : {false, true}) {
+    auto rounded = [&](std::vector<float> v) {
+      for (float& x : v) x = bf16 ? __bfloat162float(__float2bfloat16(x)) : __half2float(__float2half(x));
+      return v;
+    };
+    const std::vector<float> a = rounded(random_floats(16 * 16, 5)), b = rounded(random_floats(16 * 8, 6)),
+                             c = random_floats(16 * 8, 7);
+    DeviceFloats da(a), db(b), dc(c), dd(std::vector<float>(16 * 8, NAN));
+    ASSERT_EQ(mma(da.data, db.data, dc.data, dd.data, bf16), cudaSuccess);
+    const std::vector<float> d = dd.read();
+    for (int i = 0; i < 16; ++i)
+      for (int j = 0; j < 8; ++j) {
+        double want = c[i * 8 + j];
+        for (int k = 0; k < 16; ++k) want += static_cast<double>(a[i * 16 + k]) * b[k * 8 + j];
+        EXPECT_NEAR(d[i * 8 + j], want, 1e-5) << (bf16 ? "bfloat16" : "float16") << " row " << i << " column " << j;
+      }
+  }
 }
 
 TEST(CudaEmulator, DynamicSharedMemoryIsSharedByTheBlock) {

@@ -232,6 +232,56 @@ TEST(ConvertFloat16, OverflowSaturatesFiniteValuesAndKeepsInfinities) {
   EXPECT_EQ(float(c[4]), 65504.0f);
 }
 
+// --precision bf16 on a GPU: the same rewrite with bfloat16 as the target type.
+TEST(ConvertFloat16, ToBFloat16ComputesInBFloat16BehindAFloat32Interface) {
+  std::mt19937 rng(1);
+  Graph g = mlp_graph(rng);
+  const std::vector<Tensor> in = {random_tensor({3, 8}, rng)};
+  const auto before = run_graph(g, in);
+  const Float16Summary s = convert_to_reduced_float(g, DType::BFloat16);
+  EXPECT_EQ(s.converted_nodes, 3);
+  EXPECT_EQ(s.casts_inserted, 2);
+  EXPECT_EQ(s.converted_weights, 8 * 16 + 16);
+  EXPECT_EQ(g.initializers.at("w").dtype(), DType::BFloat16);
+  EXPECT_EQ(g.initializers.at("b").dtype(), DType::BFloat16);
+  EXPECT_EQ(g.inputs[0].dtype, DType::Float32);
+  ASSERT_EQ(g.nodes.size(), 5u);
+  EXPECT_EQ(cast_to(g.nodes.front()), int64_t(DType::BFloat16));
+  EXPECT_NE(g.nodes.front().outputs[0].find("/bfloat16"), std::string::npos) << g.nodes.front().outputs[0];
+  const Node* exit = find_node(g, "y");
+  ASSERT_NE(exit, nullptr);
+  EXPECT_EQ(cast_to(*exit), int64_t(DType::Float32));
+  const auto after = run_graph(g, in);
+  // bfloat16 rounds at 2^-9 relative (float16: 2^-12): weights, inputs, one 8-term dot
+  // product and the output.
+  EXPECT_LE(scale_error(after[0], before[0]), 1.6e-2);
+  EXPECT_GT(scale_error(after[0], before[0]), 0.0);  // it did compute in bfloat16
+}
+
+// bfloat16 has float32's exponent range: 1e5 or 1e-30 convert as they are; only finite
+// values past the largest bfloat16 (-FLT_MAX, GPT-2's mask fill, would round to -Inf)
+// saturate, so 0 * fill stays 0 rather than NaN.
+TEST(ConvertFloat16, ToBFloat16SaturatesOnlyPastItsRange) {
+  Graph g = graph_with_input();
+  g.initializers["c"] =
+      from_values(DType::Float32, {6}, {-3.4028235e38f, 1e5f, 1e-30f, INFINITY, 3.3e38f, -70000.0f});
+  Node cast = make_node("Cast", {"x"}, {"xc"});
+  cast.attributes.set_int("to", int64_t(DType::Float32));
+  g.nodes = {cast, make_node("Add", {"xc", "c"}, {"y"})};
+  g.outputs.push_back({"y", DType::Float32, {}, false});
+  const Float16Summary s = convert_to_reduced_float(g, DType::BFloat16);
+  EXPECT_EQ(s.overflowed_weights, 1);
+  const BFloat16* c = g.initializers.at("c").data_as<BFloat16>();
+  EXPECT_TRUE(std::isfinite(float(c[0])));
+  EXPECT_EQ(float(c[0]), -3.38953139e38f);
+  EXPECT_NEAR(float(c[1]), 1e5f, 1e5f / 256);
+  EXPECT_GT(float(c[2]), 0.0f);
+  EXPECT_TRUE(std::isinf(float(c[3])));
+  EXPECT_NEAR(float(c[4]), 3.3e38f, 3.3e38f / 256);
+  EXPECT_EQ(float(c[5]), -70144.0f);  // beyond float16, within bfloat16 (nearest of 8 bits)
+  EXPECT_EQ(cast_to(*find_node(g, "xc")), int64_t(DType::BFloat16));
+}
+
 TEST(ConvertFloat16, ResizeScalesAndLayerNormStatisticsStayFloat32) {
   std::mt19937 rng(4);
   Graph g = graph_with_input();

@@ -133,6 +133,60 @@ TEST(CudaSession, Float16StaysWithinItsTolerance) {
   for (size_t i = 0; i < got.size(); ++i) EXPECT_LE(scale_error(got[i], want[i]), 1e-2);
 }
 
+// bf16 on a GPU converts the whole graph to bfloat16, as fp16 does to float16: 8
+// mantissa bits against float16's 11, so errors run ~8 times float16's (judged, as
+// there, against the output's scale). Under the emulator the convolutions and the Gemm
+// run on the CPU (no cuDNN, no cuBLASLt) in bfloat16; BatchNorm, Relu, Add and pooling
+// run on the emulated GPU.
+TEST(CudaSession, BFloat16StaysWithinItsTolerance) {
+  REQUIRE_GPU();
+  Session probe(kModel);
+  for (int64_t batch : {1, 4}) {
+    const Tensor x = input_for(probe, batch);
+    const auto want = run_on("cpu", x);
+    const auto got = run_on("cuda", x, SessionOptions{.precision = "bf16"});
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(got[i].dtype(), DType::Float32);  // the interface stays float32
+      EXPECT_LE(scale_error(got[i], want[i]), 5e-2) << "batch " << batch;
+      EXPECT_GT(scale_error(got[i], want[i]), 0.0) << "batch " << batch;  // it did run in bfloat16
+    }
+  }
+}
+
+TEST(CudaSession, BFloat16ExplainsWhatItConverted) {
+  REQUIRE_GPU();
+  Session session(kModel, SessionOptions{.device = "cuda", .precision = "bf16"});
+  const Tensor x = input_for(session, 2);
+  const std::string plan = session.explain(std::span<const Tensor>(&x, 1));
+  EXPECT_NE(plan.find("bf16: "), std::string::npos) << plan;
+  EXPECT_NE(plan.find(" nodes in bfloat16"), std::string::npos) << plan;
+  EXPECT_NE(plan.find("NhwcConv"), std::string::npos) << plan;  // cuDNN's tensor cores read NHWC
+#ifndef EMBER_CUDA_EMULATOR
+  EXPECT_EQ(plan.find("runs on cpu"), std::string::npos) << plan;
+#endif
+}
+
+#ifdef EMBER_CUDA_EMULATOR
+// bfloat16 tensor cores start at compute capability 8.0 (Ampere): an older GPU is
+// refused with the reason and what to use instead.
+TEST(CudaSession, BFloat16NeedsComputeCapability8) {
+  REQUIRE_GPU();
+  emu::set_compute_capability(7, 5);
+  try {
+    Session session(kModel, SessionOptions{.device = "cuda", .precision = "bf16"});
+    ADD_FAILURE() << "expected an error";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("compute capability 8.0"), std::string::npos) << what;
+    EXPECT_NE(what.find("7.5"), std::string::npos) << what;
+    EXPECT_NE(what.find("fp16"), std::string::npos) << what;
+  }
+  emu::set_compute_capability(0, 0);
+  EXPECT_NO_THROW(Session(kModel, SessionOptions{.device = "cuda", .precision = "bf16"}));
+}
+#endif
+
 // float16 convolutions are planned channels-last (cuDNN's tensor-core kernels read
 // NHWC): NhwcConv nodes between one transpose in and one out, on the GPU.
 TEST(CudaSession, Float16ConvolutionsRunChannelsLast) {

@@ -161,7 +161,7 @@ std::vector<Tensor> run_on_cpu(const Node& node, int64_t opset, const std::vecto
   widened.reserve(inputs.size());
   std::vector<const Tensor*> ptrs;
   for (const Tensor* in : inputs) {
-    if (in && in->dtype() == DType::Float16) {
+    if (in && (in->dtype() == DType::Float16 || in->dtype() == DType::BFloat16)) {
       widened.push_back(cast_to(*in, DType::Float32));
       ptrs.push_back(&widened.back());
     } else {

@@ -53,8 +53,9 @@ DeviceRun try_run_on_cuda(const Node& node, int64_t opset, const std::vector<con
 std::vector<Tensor> run_on_cuda(const Node& node, int64_t opset, const std::vector<const Tensor*>& inputs,
                                 const std::vector<int>& plan_time_inputs = {});
 
-// The CPU reference. float16 inputs are widened to float32 first (the reference is
-// the float32 computation on the same half-rounded values), so outputs may be float32.
+// The CPU reference. float16 and bfloat16 inputs are widened to float32 first (the
+// reference is the float32 computation on the same rounded values), so outputs may be
+// float32.
 std::vector<Tensor> run_on_cpu(const Node& node, int64_t opset, const std::vector<const Tensor*>& inputs);
 
 // run_on_cuda vs run_on_cpu for every output.

@@ -1,7 +1,7 @@
 // com.ember ScaledDotProductAttention on CUDA against the CPU reference, which is the
 // node's decomposition (the unfused BERT / GPT-2 nodes) evaluated node by node with
-// evaluate_node in float32 (on the half-rounded values for float16 cases). The fused
-// node under test is the one fuse_attention makes of those nodes.
+// evaluate_node in float32 (on the rounded values for float16 and bfloat16 cases). The
+// fused node under test is the one fuse_attention makes of those nodes.
 #include "cuda_harness.h"
 
 #include "graph/passes/passes.h"
@@ -23,6 +23,13 @@ constexpr double kRtolF32 = 1e-4, kAtolF32 = 1e-5;
 // float16: same float32 math on the same half inputs, then the output rounded to half
 // (2^-11 relative; outputs are averages of V in [-1, 1]).
 constexpr double kRtolF16 = 1e-2, kAtolF16 = 2e-3;
+// bfloat16: the same with 8 mantissa bits: P rounded to bfloat16 before P V (2^-9
+// relative per weight, up to 2e-3 of an average of V in [-1, 1]), then the output
+// (2^-9 relative; 3.9e-3 between neighbours).
+constexpr double kRtolBf16 = 3e-2, kAtolBf16 = 8e-3;
+
+double rtol(DType t) { return t == DType::Float16 ? kRtolF16 : t == DType::BFloat16 ? kRtolBf16 : kRtolF32; }
+double atol(DType t) { return t == DType::Float16 ? kAtolF16 : t == DType::BFloat16 ? kAtolBf16 : kAtolF32; }
 
 enum class Pattern { Bert, Gpt2, Plain };
 
@@ -97,7 +104,8 @@ Tensor run_reference(const Graph& g, const std::vector<const Tensor*>& inputs) {
   std::unordered_map<std::string, Tensor> env(g.initializers.begin(), g.initializers.end());
   for (size_t i = 0; i < g.inputs.size(); ++i) {
     const Tensor& in = *inputs[i];
-    env[g.inputs[i].name] = in.dtype() == DType::Float16 ? cast_to(in, DType::Float32) : in;
+    env[g.inputs[i].name] =
+        in.dtype() == DType::Float16 || in.dtype() == DType::BFloat16 ? cast_to(in, DType::Float32) : in;
   }
   for (const Node& n : g.nodes) {
     std::vector<const Tensor*> in;
@@ -174,8 +182,7 @@ void check_case(const Case& c, DType dtype, std::mt19937& rng, float fill = std:
   const Tensor want = run_reference(g, inputs);
   const std::vector<Tensor> got = run_on_cuda(fused, 1, inputs);
   if (got.empty()) return;
-  const bool half = dtype == DType::Float16;
-  expect_close(got[0], want, half ? kRtolF16 : kRtolF32, half ? kAtolF16 : kAtolF32, describe(c));
+  expect_close(got[0], want, rtol(dtype), atol(dtype), describe(c));
 }
 
 const std::vector<Case>& cases() {
@@ -230,12 +237,19 @@ TEST(CudaAttention, Float16MatchesTheDecomposition) {
   for (const Case& c : cases()) check_case(c, DType::Float16, rng);
 }
 
+// The tensor-core kernel's bfloat16 instantiation (mma.sync .bf16).
+TEST(CudaAttention, BFloat16MatchesTheDecomposition) {
+  EMBER_REQUIRE_GPU();
+  std::mt19937 rng(5);
+  for (const Case& c : cases()) check_case(c, DType::BFloat16, rng);
+}
+
 // A causal mask with more queries than keys masks the first Sq - Sk rows entirely:
 // a finite fill makes those rows uniform, -inf makes them NaN, as the decomposition.
 TEST(CudaAttention, FullyMaskedRowsMatchTheDecomposition) {
   EMBER_REQUIRE_GPU();
   std::mt19937 rng(3);
-  for (DType dtype : {DType::Float32, DType::Float16})
+  for (DType dtype : {DType::Float32, DType::Float16, DType::BFloat16})
     for (float fill : {std::numeric_limits<float>::lowest(), -1e9f, -std::numeric_limits<float>::infinity()}) {
       check_case({Pattern::Gpt2, 2, 3, 40, 7, 64, 64}, dtype, rng, fill);
       check_case({Pattern::Gpt2, 1, 2, 100, 70, 32, 32}, dtype, rng, fill);  // masked rows span 32-row tiles
@@ -254,7 +268,7 @@ TEST(CudaAttention, HeadTransposesAreReadThroughStrides) {
     int64_t b, h, sq, sk, d, dv;
   };
   for (const Sizes& z : {Sizes{2, 3, 7, 7, 64, 64}, Sizes{1, 12, 197, 197, 64, 64}, Sizes{2, 2, 65, 33, 80, 48}})
-    for (DType dtype : {DType::Float32, DType::Float16}) {
+    for (DType dtype : {DType::Float32, DType::Float16, DType::BFloat16}) {
       Graph g;
       g.opset_imports[""] = 17;
       g.inputs = {{"q_in", DType::Float32, {}, false}, {"k_in", DType::Float32, {}, false},
@@ -283,8 +297,7 @@ TEST(CudaAttention, HeadTransposesAreReadThroughStrides) {
       const std::vector<Tensor> got = run_on_cuda(fused, 1, inputs);
       if (got.empty()) return;
       ASSERT_EQ(got[0].shape(), (Shape{z.b, z.sq, z.h, z.dv}));
-      const bool half = dtype == DType::Float16;
-      expect_close(got[0], want, half ? kRtolF16 : kRtolF32, half ? kAtolF16 : kAtolF32,
+      expect_close(got[0], want, rtol(dtype), atol(dtype),
                    "heads transposed, sq " + std::to_string(z.sq) + " " + dtype_name(dtype));
     }
 }
@@ -308,7 +321,7 @@ TEST(CudaAttention, AnOperandScaleKnownAtPlanTimeJoinsTheScale) {
   g.outputs = {{"y", DType::Float32, {}, false}};
   const Node fused = fused_node(g);
   ASSERT_EQ(fused.inputs.size(), 5u);
-  for (DType dtype : {DType::Float32, DType::Float16}) {
+  for (DType dtype : {DType::Float32, DType::Float16, DType::BFloat16}) {
     const Tensor q = random_tensor(dtype, {2, 3, 70, 64}, -2, 2, rng);
     const Tensor k = random_tensor(dtype, {2, 3, 70, 64}, -2, 2, rng);
     const Tensor v = random_tensor(dtype, {2, 3, 70, 64}, -1, 1, rng);
@@ -317,10 +330,9 @@ TEST(CudaAttention, AnOperandScaleKnownAtPlanTimeJoinsTheScale) {
     const Tensor s_typed = cast_to(s, dtype);
     const Tensor want = run_reference(g, {&q, &k, &v, &s_typed});
     const std::vector<const Tensor*> inputs = {&q, &k, &v, nullptr, &s_typed};
-    const bool half = dtype == DType::Float16;
     const std::vector<Tensor> got = run_on_cuda(fused, 1, inputs, {4});
     if (got.empty()) return;
-    expect_close(got[0], want, half ? kRtolF16 : kRtolF32, half ? kAtolF16 : kAtolF32,
+    expect_close(got[0], want, rtol(dtype), atol(dtype),
                  std::string("operand scale ") + dtype_name(dtype));
     const DeviceRun unknown = try_run_on_cuda(fused, 1, inputs);  // s only known at run time
     EXPECT_FALSE(unknown.taken);
@@ -332,7 +344,7 @@ TEST(CudaAttention, MinusInfinityInAnAdditiveMask) {
   EMBER_REQUIRE_GPU();
   std::mt19937 rng(4);
   const int64_t b = 1, h = 2, sq = 5, sk = 70, d = 32;
-  for (DType dtype : {DType::Float32, DType::Float16}) {
+  for (DType dtype : {DType::Float32, DType::Float16, DType::BFloat16}) {
     Tensor mask(DType::Float32, {1, 1, sq, sk});
     const float inf = std::numeric_limits<float>::infinity();
     for (int64_t i = 0; i < sq; ++i)
@@ -348,8 +360,7 @@ TEST(CudaAttention, MinusInfinityInAnAdditiveMask) {
     ASSERT_TRUE(std::isnan(cast_to(want, DType::Float32).data_as<float>()[0]));  // row 0: all -inf
     const std::vector<Tensor> got = run_on_cuda(fused_node(g), 1, inputs);
     if (got.empty()) return;
-    const bool half = dtype == DType::Float16;
-    expect_close(got[0], want, half ? kRtolF16 : kRtolF32, half ? kAtolF16 : kAtolF32, "-inf mask");
+    expect_close(got[0], want, rtol(dtype), atol(dtype), "-inf mask");
   }
 }
 

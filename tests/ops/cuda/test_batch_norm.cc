@@ -18,9 +18,11 @@ void check_bn(const Shape& x_shape, DType x_type, DType param_type, bool params_
   Attributes at;
   at.set_float("epsilon", 1e-3f);
   SCOPED_TRACE("X " + shape_to_string(x_shape) + " " + dtype_name(x_type) + ", params " + dtype_name(param_type));
-  const bool half = x_type == DType::Float16;
+  const bool half = x_type == DType::Float16, bf16 = x_type == DType::BFloat16;
+  // bfloat16: the output rounded to 8 mantissa bits (2^-9 relative, 3.9e-3 between
+  // neighbours).
   expect_cuda_matches_cpu(make_node("BatchNormalization", 5, 1, at), opset, {&x, &scale, &bias, &mean, &var},
-                          half ? kRtol16 : kRtol32, half ? kAtol16 : kAtol32,
+                          half ? kRtol16 : bf16 ? 8e-3 : kRtol32, half ? kAtol16 : bf16 ? 1e-2 : kAtol32,
                           params_known ? std::vector<int>{1, 2, 3, 4} : std::vector<int>{});
 }
 
@@ -32,12 +34,14 @@ TEST(CudaBatchNorm, SmallAndLargePlanes) {
     check_bn(s, DType::Float32, DType::Float32, true);
     check_bn(s, DType::Float32, DType::Float32, false);
     check_bn(s, DType::Float16, DType::Float16, true);
+    check_bn(s, DType::BFloat16, DType::BFloat16, true);
   }
 }
 
 TEST(CudaBatchNorm, HalfInputWithFloatStatistics) {
   EMBER_REQUIRE_GPU();
   check_bn({2, 6, 5, 7}, DType::Float16, DType::Float32, true);  // opset 15: T, T1, T2 may differ
+  check_bn({2, 6, 5, 7}, DType::BFloat16, DType::Float32, true);
   check_bn({2, 6, 5, 7}, DType::Float32, DType::Float32, true, 9);
 }
 

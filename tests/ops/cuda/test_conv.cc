@@ -12,10 +12,12 @@ namespace {
 constexpr double kRtol32 = 1e-4, kAtol32 = 1e-4;
 // float16: half inputs, float accumulation on tensor cores, output rounded to half.
 constexpr double kRtol16 = 1e-2, kAtol16 = 1e-2;
+// bfloat16: the same with the output rounded to 8 mantissa bits (2^-9 relative).
+constexpr double kRtolBf16 = 2e-2, kAtolBf16 = 2e-2;
 
-const DType kFloatTypes[] = {DType::Float32, DType::Float16};
-double rtol(DType t) { return t == DType::Float16 ? kRtol16 : kRtol32; }
-double atol(DType t) { return t == DType::Float16 ? kAtol16 : kAtol32; }
+const DType kFloatTypes[] = {DType::Float32, DType::Float16, DType::BFloat16};
+double rtol(DType t) { return t == DType::Float16 ? kRtol16 : t == DType::BFloat16 ? kRtolBf16 : kRtol32; }
+double atol(DType t) { return t == DType::Float16 ? kAtol16 : t == DType::BFloat16 ? kAtolBf16 : kAtol32; }
 
 struct ConvCase {
   Shape x, w;
@@ -215,7 +217,7 @@ TEST(CudaConv, AlgorithmTimedOncePerGeometry) {
   EMBER_REQUIRE_GPU();
   cuda::StreamContext* context = cuda::create_stream_context(0);
   for (DType t : kFloatTypes) {
-    const bool half = t == DType::Float16;
+    const bool half = t != DType::Float32;  // 16-bit: tensor-op math
     Shape x{8, 3, 56, 56}, w{64, 3, 7, 7}, y{8, 64, 28, 28};
     cuda::TensorDesc xd, yd;
     cuda::FilterDesc wd;

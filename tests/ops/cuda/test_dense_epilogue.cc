@@ -64,7 +64,9 @@ void check_case(const Case& c, DType dtype, const ew::Activation& act, std::mt19
   }
   a.act = act;
   cuda::StreamContext* context = cuda::create_stream_context(0);
-  cuda::launch_epilogue(dtype == DType::Float16, a, context->stream);
+  cuda::FloatStorage storage = cuda::FloatStorage::Float32;
+  cuda::float_storage(dtype, &storage);
+  cuda::launch_epilogue(storage, a, context->stream);
   cuda::check_launch("epilogue");
   cuda::check(cudaStreamSynchronize(context->stream), "the epilogue");
   Tensor got(dtype, {n});
@@ -77,8 +79,10 @@ void check_case(const Case& c, DType dtype, const ew::Activation& act, std::mt19
   for (int64_t i = 0; i < n; ++i)
     want.data_as<float>()[i] = reference(a, yf.data_as<float>()[i], bf.data_as<float>()[(i / c.bias_inner) % bias_count],
                                          af.data_as<float>()[i]);
-  const bool half = dtype == DType::Float16;
-  expect_close(got, cast_to(cast_to(want, dtype), DType::Float32), half ? 1e-3 : 1e-6, half ? 1e-3 : 1e-6, c.what);
+  // Against the formula rounded to the same type: one rounding apart at most (float16
+  // 2^-11, bfloat16 2^-8 between neighbours).
+  const double tol = dtype == DType::Float16 ? 1e-3 : dtype == DType::BFloat16 ? 8e-3 : 1e-6;
+  expect_close(got, cast_to(cast_to(want, dtype), DType::Float32), tol, tol, c.what);
 }
 
 TEST(CudaDenseEpilogue, VectorAndElementPathsMatchTheFormula) {
@@ -96,7 +100,7 @@ TEST(CudaDenseEpilogue, VectorAndElementPathsMatchTheFormula) {
       {"odd size: per element", 3, 7, 1, true, 0},
       {"y 2 elements off 16 bytes: per element", 4, 64, 1, true, 2},
   };
-  for (DType dtype : {DType::Float32, DType::Float16})
+  for (DType dtype : {DType::Float32, DType::Float16, DType::BFloat16})
     for (const Case& c : cases)
       for (const ew::Activation& act : {relu, gelu}) check_case(c, dtype, act, rng);
 }

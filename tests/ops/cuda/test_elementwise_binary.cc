@@ -36,7 +36,7 @@ std::string describe(const Node& node, DType a, DType b, const Shape& sa, const 
 // [b_lo, b_hi]); integers and comparisons are exact.
 void check_binary(const Node& node, int64_t opset, DType a_type, DType b_type, double lo, double hi, double b_lo,
                   double b_hi, std::mt19937& rng) {
-  const bool exact = a_type != DType::Float32 && a_type != DType::Float16;
+  const bool exact = a_type != DType::Float32 && a_type != DType::Float16 && a_type != DType::BFloat16;
   for (const auto& [sa, sb] : shape_pairs()) {
     SCOPED_TRACE(describe(node, a_type, b_type, sa, sb));
     const Tensor a = random_tensor(a_type, sa, lo, hi, rng);
@@ -45,7 +45,7 @@ void check_binary(const Node& node, int64_t opset, DType a_type, DType b_type, d
   }
 }
 
-const DType kArithmeticTypes[] = {DType::Float32, DType::Float16, DType::Int32, DType::Int64};
+const DType kArithmeticTypes[] = {DType::Float32, DType::Float16, DType::BFloat16, DType::Int32, DType::Int64};
 
 TEST(CudaElementwiseBinary, ArithmeticMatchesCpu) {
   EMBER_REQUIRE_GPU();
@@ -75,8 +75,10 @@ TEST(CudaElementwiseBinary, ModMatchesCpuForBothSignConventions) {
     attrs.set_int("fmod", fmod);
     const Node node = make_node("Mod", 2, 1, attrs);
     for (DType t : {DType::Int32, DType::Int64}) check_binary(node, 13, t, t, -100, 100, -7, 7, rng);
-    // fmod of floats is exact, so float32 compares tightly; float16 rounds the output.
-    for (DType t : {DType::Float32, DType::Float16}) check_binary(node, 13, t, t, -10, 10, -3, 3, rng);
+    // fmod of floats is exact, so float32 compares tightly; float16 and bfloat16 round
+    // the output.
+    for (DType t : {DType::Float32, DType::Float16, DType::BFloat16})
+      check_binary(node, 13, t, t, -10, 10, -3, 3, rng);
   }
 }
 
@@ -84,7 +86,7 @@ TEST(CudaElementwiseBinary, PowMatchesCpuForFloatAndIntegerExponents) {
   EMBER_REQUIRE_GPU();
   std::mt19937 rng(24);
   const Node pow = make_node("Pow", 2);
-  for (DType base : {DType::Float32, DType::Float16}) {
+  for (DType base : {DType::Float32, DType::Float16, DType::BFloat16}) {
     for (DType e : {DType::Float32, DType::Float16}) check_binary(pow, 15, base, e, 0.5, 3, -2, 2, rng);
     for (DType e : {DType::Int32, DType::Int64}) check_binary(pow, 15, base, e, 0.5, 3, -3, 3, rng);
   }
@@ -94,7 +96,7 @@ TEST(CudaElementwiseBinary, PowMatchesCpuForFloatAndIntegerExponents) {
 TEST(CudaElementwiseBinary, PowByConstantExponentMatchesCpu) {
   EMBER_REQUIRE_GPU();
   std::mt19937 rng(25);
-  for (DType base : {DType::Float32, DType::Float16}) {
+  for (DType base : {DType::Float32, DType::Float16, DType::BFloat16}) {
     for (double e : {2.0, 3.0, 0.5}) {
       const Tensor x = random_tensor(base, {2, 3, 257}, 0.5, 3, rng);
       const Tensor exponent = scalar_of(DType::Float32, e);
@@ -107,7 +109,7 @@ TEST(CudaElementwiseBinary, PowByConstantExponentMatchesCpu) {
 TEST(CudaElementwiseBinary, PReluMatchesCpu) {
   EMBER_REQUIRE_GPU();
   std::mt19937 rng(26);
-  for (DType t : {DType::Float32, DType::Float16}) {
+  for (DType t : {DType::Float32, DType::Float16, DType::BFloat16}) {
     for (const Shape& slope_shape : {Shape{3, 1}, Shape{1}, Shape{2, 3, 257}, Shape{257}}) {
       const Tensor x = random_tensor(t, {2, 3, 257}, -3, 3, rng);
       const Tensor slope = random_tensor(t, slope_shape, 0, 0.5, rng);
@@ -153,7 +155,7 @@ TEST(CudaElementwiseBinary, EdgeValuesMatchCpu) {
   EMBER_REQUIRE_GPU();
   std::mt19937 rng(29);
   for (const char* op : {"Max", "Min", "Equal", "Less", "Greater", "Add", "Mul"}) {
-    for (DType t : {DType::Float32, DType::Float16}) {
+    for (DType t : {DType::Float32, DType::Float16, DType::BFloat16}) {
       const Tensor a = edge_tensor(t, {2, 3, 257}, -3, 3, rng);
       const Tensor b = edge_tensor(t, {3, 257}, -3, 3, rng);
       SCOPED_TRACE(std::string(op) + " " + dtype_name(t));
@@ -183,8 +185,10 @@ void check_variadic(const char* op, DType t, const std::vector<Shape>& shapes, s
   SCOPED_TRACE(what);
   const bool exact = t == DType::Int32 || t == DType::Int64;
   // float16 Sum/Mean round each partial sum to half: |sum| <= 15 has ulp 2^-7, so up
-  // to 0.004 per step and two steps over three inputs, whatever the result's size.
-  const double rtol = ew_rtol(t), atol = t == DType::Float16 ? 1e-2 : ew_atol(t);
+  // to 0.004 per step and two steps over three inputs, whatever the result's size;
+  // bfloat16's ulp there is 2^-4, so up to 0.03 per step.
+  const double rtol = ew_rtol(t),
+               atol = t == DType::Float16 ? 1e-2 : t == DType::BFloat16 ? 8e-2 : ew_atol(t);
   expect_cuda_matches_cpu(make_node(op, shapes.size()), 13, ptrs, exact ? 0 : rtol, exact ? 0 : atol);
 }
 
@@ -202,7 +206,7 @@ TEST(CudaElementwiseBinary, VariadicOpsMatchCpuForOneToThreeInputs) {
   };
   for (const auto& shapes : cases) {
     for (const char* op : {"Sum", "Mean", "Max", "Min"})
-      for (DType t : {DType::Float32, DType::Float16}) check_variadic(op, t, shapes, rng);
+      for (DType t : {DType::Float32, DType::Float16, DType::BFloat16}) check_variadic(op, t, shapes, rng);
     for (const char* op : {"Max", "Min"})
       for (DType t : {DType::Int32, DType::Int64}) check_variadic(op, t, shapes, rng);
   }

@@ -14,7 +14,8 @@ namespace {
 // float32: a few float ops in a row, in another order than the CPU's kernels may use
 // (expf, tanhf, erff are not correctly rounded either side). float16: the CPU
 // reference works on the half-rounded input in float32, the GPU rounds once at the end.
-constexpr double kRtol32 = 1e-5, kAtol32 = 1e-6, kRtol16 = 2e-3, kAtol16 = 1e-3;
+// bfloat16: the same, with 8 mantissa bits (2^-9 relative; 3.9e-3 between neighbours).
+constexpr double kRtol32 = 1e-5, kAtol32 = 1e-6, kRtol16 = 2e-3, kAtol16 = 1e-3, kRtolBf16 = 8e-3, kAtolBf16 = 4e-3;
 
 Node node_op(const std::string& op, std::vector<std::string> in, const std::string& out) {
   Node n;
@@ -49,11 +50,12 @@ void check(const Node& node, double lo, double hi) {
   ASSERT_EQ(node.op_type, "FusedElementwise");
   std::mt19937 rng(51);
   for (const Shape& shape : {Shape{1}, Shape{2, 3, 257}}) {
-    for (DType dtype : {DType::Float32, DType::Float16}) {
+    for (DType dtype : {DType::Float32, DType::Float16, DType::BFloat16}) {
       SCOPED_TRACE(shape_to_string(shape) + " " + dtype_name(dtype));
       const Tensor x = random_tensor(dtype, shape, lo, hi, rng);
-      const bool half = dtype == DType::Float16;
-      expect_cuda_matches_cpu(node, 1, {&x}, half ? kRtol16 : kRtol32, half ? kAtol16 : kAtol32);
+      const bool half = dtype == DType::Float16, bf16 = dtype == DType::BFloat16;
+      expect_cuda_matches_cpu(node, 1, {&x}, half ? kRtol16 : bf16 ? kRtolBf16 : kRtol32,
+                              half ? kAtol16 : bf16 ? kAtolBf16 : kAtol32);
     }
   }
 }

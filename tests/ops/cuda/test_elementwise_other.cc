@@ -24,7 +24,8 @@ TEST(CudaElementwiseWhere, MatchesCpuWithThreeWayBroadcasting) {
       {{2, 1, 3, 1, 2, 1, 2, 1}, {1, 2, 1, 3, 1, 2, 1, 2}, {2, 1, 3, 1, 2, 1, 2, 1}},
   };
   for (const auto& shapes : cases) {
-    for (DType t : {DType::Float32, DType::Float16, DType::Int64, DType::Int32, DType::Bool, DType::UInt8}) {
+    for (DType t :
+         {DType::Float32, DType::Float16, DType::BFloat16, DType::Int64, DType::Int32, DType::Bool, DType::UInt8}) {
       const Tensor cond = random_tensor(DType::Bool, shapes[0], 0, 1, rng);
       const Tensor x = random_tensor(t, shapes[1], 0, 100, rng);
       const Tensor y = random_tensor(t, shapes[2], 0, 100, rng);
@@ -35,8 +36,8 @@ TEST(CudaElementwiseWhere, MatchesCpuWithThreeWayBroadcasting) {
   }
 }
 
-const DType kCastTypes[] = {DType::Float32, DType::Float16, DType::Int32, DType::Int64,
-                            DType::Int8,    DType::UInt8,   DType::Bool,  DType::Float64};
+const DType kCastTypes[] = {DType::Float32, DType::Float16, DType::Int32,  DType::Int64,   DType::Int8,
+                            DType::UInt8,   DType::Bool,    DType::Float64, DType::BFloat16};
 
 // A range every target holds (uint8 none below 0), so no conversion overflows; float
 // sources have fractions (truncation toward zero) and exact zeros (-> false).
@@ -190,9 +191,11 @@ TEST(CudaElementwiseWhere, DeclinesWhatItLacksWithAReason) {
 
 TEST(CudaElementwiseCast, DeclinesTypesItLacksWithAReason) {
   Attributes attrs;
-  attrs.set_int("to", static_cast<int64_t>(DType::BFloat16));
+  attrs.set_int("to", static_cast<int64_t>(DType::Int16));
   const std::string why = cuda_refusal(make_node("Cast", 1, 1, attrs), 21, {{DType::Float32, {3}}});
-  EXPECT_NE(why.find("bfloat16"), std::string::npos) << why;
+  EXPECT_NE(why.find("int16"), std::string::npos) << why;
+  attrs.set_int("to", static_cast<int64_t>(DType::BFloat16));
+  EXPECT_EQ(cuda_refusal(make_node("Cast", 1, 1, attrs), 21, {{DType::Float32, {3}}}), "");
   attrs.set_int("to", static_cast<int64_t>(DType::Float16));
   EXPECT_EQ(cuda_refusal(make_node("Cast", 1, 1, attrs), 21, {{DType::Int64, {3}}}), "");
 }

@@ -21,9 +21,15 @@ inline const std::vector<Shape>& unary_shapes() {
 }
 
 // Tolerances for one elementwise op. float32: CUDA's libm is within a few ulp of
-// glibc's (atol for results near 0); float16: the output's rounding (2^-11 relative).
-inline double ew_rtol(DType dtype) { return dtype == DType::Float16 ? 2e-3 : 1e-5; }
-inline double ew_atol(DType dtype) { return dtype == DType::Float16 ? 1e-4 : 1e-6; }
+// glibc's (atol for results near 0); float16: the output's rounding (2^-11 relative);
+// bfloat16: the output's rounding (8 mantissa bits: 2^-9 relative, up to 2^-8 = 3.9e-3
+// between neighbours), twice that for margin.
+inline double ew_rtol(DType dtype) {
+  return dtype == DType::Float16 ? 2e-3 : dtype == DType::BFloat16 ? 8e-3 : 1e-5;
+}
+inline double ew_atol(DType dtype) {
+  return dtype == DType::Float16 ? 1e-4 : dtype == DType::BFloat16 ? 1e-3 : 1e-6;
+}
 
 // "" when a CUDA kernel takes the node (inputs in `plan_time` are known), else the
 // reasons the factories gave.

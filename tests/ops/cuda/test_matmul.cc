@@ -9,11 +9,14 @@ namespace {
 constexpr double kRtol32 = 1e-4, kAtol32 = 1e-4;
 // float16: the output is rounded to half (2^-11 relative) after float accumulation.
 constexpr double kRtol16 = 1e-2, kAtol16 = 1e-2;
+// bfloat16: the output is rounded to 8 mantissa bits (2^-9 relative, 3.9e-3 between
+// neighbours) after float accumulation.
+constexpr double kRtolBf16 = 2e-2, kAtolBf16 = 2e-2;
 
-const DType kFloatTypes[] = {DType::Float32, DType::Float16};
+const DType kFloatTypes[] = {DType::Float32, DType::Float16, DType::BFloat16};
 
-double rtol(DType t) { return t == DType::Float16 ? kRtol16 : kRtol32; }
-double atol(DType t) { return t == DType::Float16 ? kAtol16 : kAtol32; }
+double rtol(DType t) { return t == DType::Float16 ? kRtol16 : t == DType::BFloat16 ? kRtolBf16 : kRtol32; }
+double atol(DType t) { return t == DType::Float16 ? kAtol16 : t == DType::BFloat16 ? kAtolBf16 : kAtol32; }
 
 void check_matmul(const Shape& a_shape, const Shape& b_shape, DType t, bool b_is_weight = true) {
   const Tensor a = seeded_tensor(t, a_shape, 1), b = seeded_tensor(t, b_shape, 2);

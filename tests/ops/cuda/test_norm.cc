@@ -13,6 +13,14 @@ namespace {
 constexpr double kRtol32 = 1e-5, kAtol32 = 1e-5;
 // float16: outputs (|y| up to ~6) rounded to half: 6 * 2^-11 = 3e-3.
 constexpr double kRtol16 = 2e-3, kAtol16 = 4e-3;
+// bfloat16: the same outputs rounded to 8 mantissa bits: 6 * 2^-9 = 1.2e-2 (2.3e-2
+// between neighbours).
+constexpr double kRtolBf16 = 8e-3, kAtolBf16 = 3e-2;
+
+double rtol(DType t) { return t == DType::Float16 ? kRtol16 : t == DType::BFloat16 ? kRtolBf16 : kRtol32; }
+double atol(DType t, double atol32 = kAtol32) {
+  return t == DType::Float16 ? kAtol16 : t == DType::BFloat16 ? kAtolBf16 : atol32;
+}
 
 struct Case {
   Case(Shape x_, int64_t axis_, Shape scale_ = {}, bool bias_ = true, double lo_ = -2, double hi_ = 2)
@@ -40,16 +48,15 @@ void check_layer_norm(const Case& c, DType dtype, size_t outputs = 3, float epsi
   const Tensor scale = seeded_tensor(dtype, p, seed + 1, 0.5, 1.5), bias = seeded_tensor(dtype, p, seed + 2);
   SCOPED_TRACE("LayerNormalization X " + shape_to_string(c.x) + " axis " + std::to_string(c.axis) + " scale " +
                shape_to_string(p) + (c.bias ? " with bias " : " no bias ") + dtype_name(dtype));
-  const bool half = dtype == DType::Float16;
   std::vector<const Tensor*> inputs{&x, &scale};
   if (c.bias) inputs.push_back(&bias);
-  expect_cuda_matches_cpu(make_node("LayerNormalization", inputs.size(), outputs, at), 17, inputs,
-                          half ? kRtol16 : kRtol32, half ? kAtol16 : atol32);
+  expect_cuda_matches_cpu(make_node("LayerNormalization", inputs.size(), outputs, at), 17, inputs, rtol(dtype),
+                          atol(dtype, atol32));
 }
 
 TEST(CudaLayerNorm, BertShapesWithAndWithoutBias) {
   EMBER_REQUIRE_GPU();
-  for (DType dtype : {DType::Float32, DType::Float16})
+  for (DType dtype : {DType::Float32, DType::Float16, DType::BFloat16})
     for (bool bias : {true, false}) {
       check_layer_norm({{2, 128, 768}, -1, {}, bias}, dtype);
       check_layer_norm({{2, 128, 768}, -1, {}, bias}, dtype, 1);  // Y alone
@@ -68,7 +75,7 @@ TEST(CudaLayerNorm, EveryRowLengthAndAxis) {
       {{2, 7, 768}, -1, {1, 768}},  // scale with a leading 1
       {{2, 64, 512}, -1, {}, true, 5, 7},  // mean far from 0: two-pass statistics
   };
-  for (DType dtype : {DType::Float32, DType::Float16})
+  for (DType dtype : {DType::Float32, DType::Float16, DType::BFloat16})
     for (const Case& c : cases) check_layer_norm(c, dtype);
   check_layer_norm({{4, 96}, -1}, DType::Float32, 3, 1e-2f);  // epsilon reaches the result
 }
@@ -92,7 +99,7 @@ TEST(CudaLayerNorm, TheResidualAddFusedIntoItMatchesTheTwoNodes) {
   EMBER_REQUIRE_GPU();
   for (const Shape& x : {Shape{2, 128, 768}, Shape{3, 100}, Shape{2, 1025}, Shape{2, 9000}})
     for (bool bias : {true, false})
-      for (DType dtype : {DType::Float32, DType::Float16}) {
+      for (DType dtype : {DType::Float32, DType::Float16, DType::BFloat16}) {
         Graph g;
         g.opset_imports[""] = 17;
         g.inputs = {{"x", DType::Float32, {}, false}, {"r", DType::Float32, {}, false},
@@ -110,8 +117,7 @@ TEST(CudaLayerNorm, TheResidualAddFusedIntoItMatchesTheTwoNodes) {
         SCOPED_TRACE("AddLayerNormalization X " + shape_to_string(x) + (bias ? " with bias " : " ") + dtype_name(dtype));
         std::vector<const Tensor*> inputs{&a, &r, &scale};
         if (bias) inputs.push_back(&b);
-        const bool half = dtype == DType::Float16;
-        expect_cuda_matches_cpu(fused, 1, inputs, half ? kRtol16 : kRtol32, half ? kAtol16 : kAtol32);
+        expect_cuda_matches_cpu(fused, 1, inputs, rtol(dtype), atol(dtype));
       }
   // A residual that broadcasts is the decomposition's.
   Graph g;
@@ -149,7 +155,7 @@ TEST(CudaRmsNorm, RowsAndScales) {
   const std::vector<std::pair<Shape, int64_t>> cases = {
       {{2, 16, 512}, -1}, {{3, 5, 7}, 1}, {{4, 33}, -1}, {{2, 2000}, -1}, {{2, 10000}, -1}, {{1, 1}, 0},
       {{3, 32}, -1},      {{2, 1024}, -1}, {{2, 1025}, -1}, {{2, 8193}, -1}};
-  for (DType dtype : {DType::Float32, DType::Float16})
+  for (DType dtype : {DType::Float32, DType::Float16, DType::BFloat16})
     for (const auto& [shape, axis] : cases) {
       Attributes at;
       at.set_int("axis", axis);
@@ -157,9 +163,8 @@ TEST(CudaRmsNorm, RowsAndScales) {
       const Tensor x = seeded_tensor(dtype, shape, 7, -2, 2);
       const Tensor scale = seeded_tensor(dtype, normalized_dims(shape, axis), 8, 0.5, 1.5);
       SCOPED_TRACE("RMSNormalization " + shape_to_string(shape) + " axis " + std::to_string(axis));
-      const bool half = dtype == DType::Float16;
-      expect_cuda_matches_cpu(make_node("RMSNormalization", 2, 1, at), 23, {&x, &scale}, half ? kRtol16 : kRtol32,
-                              half ? kAtol16 : kAtol32);
+      expect_cuda_matches_cpu(make_node("RMSNormalization", 2, 1, at), 23, {&x, &scale}, rtol(dtype),
+                              atol(dtype));
     }
 }
 
@@ -183,15 +188,13 @@ void check_group_norm(const std::string& op, const Shape& x_shape, int64_t opset
   const Tensor bias = seeded_tensor(dtype, {params}, seed + 2);
   SCOPED_TRACE(op + " " + shape_to_string(x_shape) + " opset " + std::to_string(opset) + " groups " +
                std::to_string(groups) + " " + dtype_name(dtype));
-  const bool half = dtype == DType::Float16;
-  expect_cuda_matches_cpu(make_node(op, 3, 1, at), opset, {&x, &scale, &bias}, half ? kRtol16 : kRtol32,
-                          half ? kAtol16 : kAtol32);
+  expect_cuda_matches_cpu(make_node(op, 3, 1, at), opset, {&x, &scale, &bias}, rtol(dtype), atol(dtype));
 }
 
 TEST(CudaInstanceNorm, SmallAndLargePlanes) {
   EMBER_REQUIRE_GPU();
   // Runs of 35, 3000, 10000 and 60 elements per block.
-  for (DType dtype : {DType::Float32, DType::Float16}) {
+  for (DType dtype : {DType::Float32, DType::Float16, DType::BFloat16}) {
     for (const Shape& s : std::vector<Shape>{{2, 3, 5, 7}, {1, 4, 3000}, {2, 3, 100, 100}, {1, 2, 3, 4, 5}})
       check_group_norm("InstanceNormalization", s, 6, dtype);
     // Runs of one element (variance 0, y = bias through x * a + b with a = scale /
@@ -203,7 +206,7 @@ TEST(CudaInstanceNorm, SmallAndLargePlanes) {
 
 TEST(CudaGroupNorm, PerGroupAndPerChannelParameters) {
   EMBER_REQUIRE_GPU();
-  for (DType dtype : {DType::Float32, DType::Float16}) {
+  for (DType dtype : {DType::Float32, DType::Float16, DType::BFloat16}) {
     check_group_norm("GroupNormalization", {2, 6, 4, 4}, 18, dtype, 3);   // scale per group
     check_group_norm("GroupNormalization", {2, 6, 4, 4}, 21, dtype, 3);   // scale per channel
     check_group_norm("GroupNormalization", {1, 32, 16, 16}, 21, dtype, 8);

@@ -14,10 +14,13 @@ namespace {
 constexpr double kRtol32 = 1e-5, kAtol32 = 1e-5;
 // float16: the output is rounded to half.
 constexpr double kRtol16 = 2e-3, kAtol16 = 2e-3;
+// bfloat16: the output is rounded to 8 mantissa bits (2^-9 relative, 3.9e-3 between
+// neighbours).
+constexpr double kRtolBf16 = 8e-3, kAtolBf16 = 8e-3;
 
-const DType kFloatTypes[] = {DType::Float32, DType::Float16};
-double rtol(DType t) { return t == DType::Float16 ? kRtol16 : kRtol32; }
-double atol(DType t) { return t == DType::Float16 ? kAtol16 : kAtol32; }
+const DType kFloatTypes[] = {DType::Float32, DType::Float16, DType::BFloat16};
+double rtol(DType t) { return t == DType::Float16 ? kRtol16 : t == DType::BFloat16 ? kRtolBf16 : kRtol32; }
+double atol(DType t) { return t == DType::Float16 ? kAtol16 : t == DType::BFloat16 ? kAtolBf16 : kAtol32; }
 
 struct PoolCase {
   Shape x, kernel;
@@ -114,8 +117,8 @@ TEST(CudaLpPool, PowersTwoAndThree) {
       const Tensor x = seeded_tensor(t, c.x, 35);
       SCOPED_TRACE("p " + std::to_string(p) + " " + dtype_name(t));
       // powf vs std::pow: a few float ulps.
-      expect_cuda_matches_cpu(make_node("LpPool", 1, 1, at), 18, {&x}, t == DType::Float16 ? kRtol16 : 1e-4,
-                              t == DType::Float16 ? kAtol16 : 1e-5);
+      expect_cuda_matches_cpu(make_node("LpPool", 1, 1, at), 18, {&x}, t == DType::Float32 ? 1e-4 : rtol(t),
+                              t == DType::Float32 ? 1e-5 : atol(t));
     }
 }
 

@@ -132,6 +132,9 @@ void tolerance(const std::string& op, DType dtype, int64_t n, double* rtol, doub
   if (dtype == DType::Float16) {
     *rtol = op == "ReduceProd" ? 3e-3 : 2e-3;
     *atol = 1e-3 + 1e-5 * root;
+  } else if (dtype == DType::BFloat16) {  // the float32 result rounded to 8 mantissa bits (2^-9)
+    *rtol = 8e-3;
+    *atol = 8e-3 + 1e-5 * root;
   } else if (dtype == DType::Float32) {
     *rtol = op == "ReduceProd" ? 1e-4 : 1e-5;
     *atol = op == "ReduceMean" ? 1e-6 : 1e-6 * root;  // the mean divides the sum's error by n
@@ -173,7 +176,7 @@ void check_reduce(const std::string& op, const Shape& shape, const std::vector<i
 TEST(CudaReduce, EveryOpOverLeadingMiddleTrailingAndAllAxes) {
   EMBER_REQUIRE_GPU();
   for (const char* op : kOps)
-    for (DType dtype : {DType::Float32, DType::Float16}) {
+    for (DType dtype : {DType::Float32, DType::Float16, DType::BFloat16}) {
       check_reduce(op, {1}, {0}, dtype, true);
       check_reduce(op, {1}, {}, dtype, false);
       for (const std::vector<int64_t>& axes : all_axes_sets(2)) check_reduce(op, {33, 17}, axes, dtype, false);

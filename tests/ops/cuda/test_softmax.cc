@@ -12,17 +12,27 @@ constexpr double kLogAtol32 = 1e-5;
 // float16: outputs rounded to half (relative 4.9e-4), inputs identical on both sides.
 constexpr double kRtol16 = 2e-3, kAtol16 = 1e-4;
 constexpr double kLogAtol16 = 1e-2;  // |y| up to ~10 rounded to half: 10 * 2^-11 = 5e-3
+// bfloat16: outputs rounded to 8 mantissa bits (relative 2^-9 = 2e-3; 3.9e-3 between
+// neighbours), inputs identical on both sides.
+constexpr double kRtolBf16 = 8e-3, kAtolBf16 = 1e-3;
+constexpr double kLogAtolBf16 = 8e-2;  // |y| up to ~10: 10 * 2^-8 = 0.04 between neighbours
+
+double rtol(DType t) { return t == DType::Float16 ? kRtol16 : t == DType::BFloat16 ? kRtolBf16 : kRtol32; }
+double atol(DType t, bool log) {
+  if (t == DType::Float16) return log ? kLogAtol16 : kAtol16;
+  if (t == DType::BFloat16) return log ? kLogAtolBf16 : kAtolBf16;
+  return log ? kLogAtol32 : kAtol32;
+}
 
 void check_softmax(const std::string& op, const Shape& shape, int64_t opset, DType dtype,
                    std::optional<int64_t> axis = std::nullopt, double lo = -5, double hi = 5) {
   Attributes at;
   if (axis) at.set_int("axis", *axis);
   const Tensor x = seeded_tensor(dtype, shape, static_cast<uint32_t>(shape_numel(shape) + opset), lo, hi);
-  const bool half = dtype == DType::Float16, log = op == "LogSoftmax";
+  const bool log = op == "LogSoftmax";
   SCOPED_TRACE(op + " " + shape_to_string(shape) + " opset " + std::to_string(opset) + " " + dtype_name(dtype) +
                (axis ? " axis " + std::to_string(*axis) : " default axis"));
-  expect_cuda_matches_cpu(make_node(op, 1, 1, at), opset, {&x}, half ? kRtol16 : kRtol32,
-                          log ? (half ? kLogAtol16 : kLogAtol32) : (half ? kAtol16 : kAtol32));
+  expect_cuda_matches_cpu(make_node(op, 1, 1, at), opset, {&x}, rtol(dtype), atol(dtype, log));
 }
 
 // Every row length class: warp with 1, 2, 4, ... 32 values per lane (n = 1, 7, 33,
@@ -33,7 +43,7 @@ void check_softmax(const std::string& op, const Shape& shape, int64_t opset, DTy
 TEST(CudaSoftmax, LastAxisEveryRowLength) {
   EMBER_REQUIRE_GPU();
   for (const std::string op : {"Softmax", "LogSoftmax"})
-    for (DType dtype : {DType::Float32, DType::Float16}) {
+    for (DType dtype : {DType::Float32, DType::Float16, DType::BFloat16}) {
       for (const Shape& s : std::vector<Shape>{{1, 1}, {3, 7}, {5, 33}, {4, 100}, {2, 128}, {3, 257}, {4, 1000},
                                                {2, 1024}, {3, 1025}, {2, 5000}, {2, 8192}, {2, 8193}, {2, 20000}})
         check_softmax(op, s, 13, dtype);
@@ -63,7 +73,7 @@ TEST(CudaSoftmax, AttentionScores) {
 TEST(CudaSoftmax, InnerAxis) {
   EMBER_REQUIRE_GPU();
   for (const std::string op : {"Softmax", "LogSoftmax"})
-    for (DType dtype : {DType::Float32, DType::Float16}) {
+    for (DType dtype : {DType::Float32, DType::Float16, DType::BFloat16}) {
       check_softmax(op, {2, 3, 4, 5}, 13, dtype, 1);   // strided: n 3, inner 20
       check_softmax(op, {2, 3, 4, 5}, 13, dtype, 0);   // outer 1
       check_softmax(op, {2, 3, 4, 5}, 13, dtype, -2);  // inner 5
