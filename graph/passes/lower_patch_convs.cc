@@ -1,22 +1,31 @@
 // A Conv whose windows tile its input (a patch embedding: ViT's 16x16 stride-16 conv,
-// ConvNeXt's 4x4 stride-4 stem) is SpaceToDepth followed by a 1x1 Conv: the patches
-// become channels, and the convolution a plain GEMM over pixels. Convolution libraries
-// run such large-stride windows poorly where C is small (cuDNN took 0.64 ms of ViT-B/16's
-// 8.5 at batch 64 on an H100 for its C = 3 patch conv), while a 1x1 conv over C * p * p
-// channels is what they are best at.
+// ConvNeXt's 4x4 stride-4 stem) over an image of few channels is a MatMul over the
+// patches: X [N, C, H, W] viewed as [N, C, H/p, p, W/p, p], transposed to
+// [N, H/p, W/p, C, p, p] (runs of p values stay contiguous), flattened to rows of
+// C * p * p, times the filter as a [C * p * p, K] matrix, plus the bias, transposed back
+// to NCHW (which the model's own transposes then cancel: ViT flattens the patches
+// channels-last). Convolution libraries run such windows poorly where C is small: cuDNN
+// took 0.64 ms of ViT-B/16's 8.5 at batch 64 on an H100 for its C = 3 patch conv, where
+// the GEMM has K = 768. Wider inputs (ConvNeXt's 2x2 downsampling at C = 96) stay
+// convolutions, on the tensor cores or oneDNN's blocked kernels already.
 //
-// SpaceToDepth orders the new channels (row in patch, column in patch, channel), so the
-// filter's taps are reordered to match, once, here. The rewrite needs X's spatial dims
-// known and divisible by the patch (SpaceToDepth requires it, where Conv would drop the
-// remainder), a constant float filter, square patches, no pads, no dilation, one group.
+// The rewrite needs X's spatial dims known and divisible by the patch (the view needs
+// it, where Conv would drop the remainder), a constant float filter, square patches, no
+// pads, no dilation, one group.
 #include "graph/passes/graph_edit.h"
 #include "graph/passes/passes.h"
 
+#include <algorithm>
 #include <optional>
+#include <string>
+#include <vector>
 
 namespace ember {
 
 namespace {
+
+// Inputs of fewer channels (images: 1, 3 or 4) go to the GEMM.
+constexpr int64_t kMaxChannels = 8;
 
 // X's declared shape, where the graph declares one.
 const ValueInfo* declared(const Graph& graph, const std::string& value) {
@@ -35,7 +44,8 @@ bool all_equal(const std::vector<int64_t>& v, int64_t x) {
 // The patch size p of a 2-D Conv with p x p windows at stride p over an X whose spatial
 // dims are multiples of p; nothing otherwise.
 std::optional<int64_t> patch_size(const Graph& graph, const Node& conv) {
-  if (!conv.domain.empty() || conv.op_type != "Conv" || conv.inputs.size() < 2 || conv.outputs.size() != 1)
+  if (!conv.domain.empty() || conv.op_type != "Conv" || conv.inputs.size() < 2 || conv.outputs.size() != 1 ||
+      graph.opset() < 5)  // Reshape's shape is an input from opset 5
     return std::nullopt;
   auto w = graph.initializers.find(conv.inputs[1]);
   if (w == graph.initializers.end() || w->second.dtype() != DType::Float32 || w->second.rank() != 4) return std::nullopt;
@@ -54,49 +64,80 @@ std::optional<int64_t> patch_size(const Graph& graph, const Node& conv) {
   const Dim &c = x->dims[1], &h = x->dims[2], &wd = x->dims[3];
   if (!h.known() || !wd.known() || h.value % p != 0 || wd.value % p != 0 || (c.known() && c.value != ws[1]))
     return std::nullopt;
-  return p;
+  return ws[1] < kMaxChannels ? std::optional<int64_t>(p) : std::nullopt;
 }
 
-// W [K, C, p, p] as the 1x1 filter over SpaceToDepth's channels: [K, p * p * C, 1, 1],
-// channel (i * p + j) * C + c holding tap (i, j) of input channel c.
-Tensor patch_filter(const Tensor& w) {
+// W [K, C, p, p] as the GEMM's right operand [C * p * p, K].
+Tensor patch_matrix(const Tensor& w) {
   const Shape& s = w.shape();
-  const int64_t k = s[0], c = s[1], p = s[2];
-  Tensor out(DType::Float32, {k, p * p * c, 1, 1});
+  const int64_t k = s[0], rows = s[1] * s[2] * s[3];
+  Tensor out(DType::Float32, {rows, k});
   const float* from = w.data_as<float>();
   float* to = out.data_as<float>();
   for (int64_t o = 0; o < k; ++o)
-    for (int64_t ch = 0; ch < c; ++ch)
-      for (int64_t i = 0; i < p; ++i)
-        for (int64_t j = 0; j < p; ++j)
-          to[o * p * p * c + (i * p + j) * c + ch] = from[((o * c + ch) * p + i) * p + j];
+    for (int64_t r = 0; r < rows; ++r) to[r * k + o] = from[o * rows + r];
   return out;
+}
+
+Tensor int64_vector(const std::vector<int64_t>& values) {
+  Tensor t(DType::Int64, {static_cast<int64_t>(values.size())});
+  for (size_t i = 0; i < values.size(); ++i) t.data_as<int64_t>()[i] = values[i];
+  return t;
+}
+
+Node make(const std::string& name, const char* op, std::vector<std::string> inputs, const std::string& output) {
+  Node n;
+  n.name = name;
+  n.op_type = op;
+  n.inputs = std::move(inputs);
+  n.outputs = {output};
+  return n;
+}
+
+// The nodes that replace `conv` (patch size p), reading initializers they add.
+std::vector<Node> patch_matmul(Graph& graph, const Node& conv, int64_t p) {
+  const Tensor& w = graph.initializers.at(conv.inputs[1]);
+  const int64_t k = w.shape()[0], c = w.shape()[1];
+  const std::vector<Dim>& x = declared(graph, conv.inputs[0])->dims;
+  const int64_t ho = x[2].value / p, wo = x[3].value / p;
+  const std::string base = conv.outputs[0] + "/patches";
+  // Reshape's 0 copies X's batch, whatever it is (-1 could not infer it from 0 elements).
+  graph.initializers[base + "/grid_shape"] = int64_vector({0, c, ho, p, wo, p});
+  graph.initializers[base + "/rows_shape"] = int64_vector({0, ho, wo, c * p * p});
+  const std::string matrix = conv.inputs[1] + "/patch_matrix";
+  if (!graph.initializers.count(matrix)) graph.initializers[matrix] = patch_matrix(w);
+
+  std::vector<Node> nodes;
+  nodes.push_back(make(base + "/grid", "Reshape", {conv.inputs[0], base + "/grid_shape"}, base + "/grid"));
+  nodes.push_back(make(base + "/order", "Transpose", {base + "/grid"}, base + "/ordered"));
+  nodes.back().attributes.set_ints("perm", {0, 2, 4, 1, 3, 5});
+  nodes.push_back(make(base + "/rows", "Reshape", {base + "/ordered", base + "/rows_shape"}, base + "/rows"));
+  nodes.push_back(make(base + "/matmul", "MatMul", {base + "/rows", matrix}, base + "/products"));
+  std::string nhwc = base + "/products";
+  const bool bias = conv.inputs.size() > 2 && !conv.inputs[2].empty();
+  if (bias) {
+    nodes.push_back(make(base + "/bias", "Add", {nhwc, conv.inputs[2]}, base + "/biased"));
+    nhwc = base + "/biased";
+  }
+  nodes.push_back(make(base + "/to_nchw", "Transpose", {nhwc}, conv.outputs[0]));
+  nodes.back().attributes.set_ints("perm", {0, 3, 1, 2});
+  return nodes;
 }
 
 }  // namespace
 
 int lower_patch_convs(Graph& graph) {
+  std::vector<bool> dead(graph.nodes.size(), false);
   std::vector<Node> added;
-  int lowered = 0;
-  for (Node& conv : graph.nodes) {
-    const std::optional<int64_t> p = patch_size(graph, conv);
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    const std::optional<int64_t> p = patch_size(graph, graph.nodes[i]);
     if (!p) continue;
-    const std::string patches = conv.outputs[0] + "/patches", filter = conv.inputs[1] + "/as_1x1";
-    Node space_to_depth;
-    space_to_depth.name = conv.name + "/space_to_depth";
-    space_to_depth.op_type = "SpaceToDepth";
-    space_to_depth.inputs = {conv.inputs[0]};
-    space_to_depth.outputs = {patches};
-    space_to_depth.attributes.set_int("blocksize", *p);
-    added.push_back(std::move(space_to_depth));
-    if (!graph.initializers.count(filter)) graph.initializers[filter] = patch_filter(graph.initializers.at(conv.inputs[1]));
-    conv.inputs[0] = patches;
-    conv.inputs[1] = filter;
-    conv.attributes = Attributes();
-    conv.attributes.set_ints("kernel_shape", {1, 1});
-    ++lowered;
+    for (Node& n : patch_matmul(graph, graph.nodes[i], *p)) added.push_back(std::move(n));
+    dead[i] = true;
   }
-  if (lowered == 0) return 0;
+  if (added.empty()) return 0;
+  const int lowered = static_cast<int>(std::count(dead.begin(), dead.end(), true));
+  erase_nodes(graph, dead);
   for (Node& n : added) graph.nodes.push_back(std::move(n));
   topological_sort(graph);
   return lowered;

@@ -30,9 +30,10 @@ int eliminate_dead_code(Graph& graph);
 // Conv followed by BatchNormalization (inference, constant statistics) becomes one
 // Conv with rescaled weights and bias.
 int fold_conv_batchnorm(Graph& graph);
-// A Conv whose p x p windows tile its input at stride p (a patch embedding) becomes
-// SpaceToDepth(p) followed by a 1x1 Conv, where X's spatial dims are declared and
-// divisible by p and the filter is a constant (lower_patch_convs.cc).
+// A Conv whose p x p windows tile an input of few channels at stride p (a patch
+// embedding) becomes Reshape/Transpose/Reshape to rows of patches, a MatMul with the
+// filter (and the bias Add), and a Transpose back to NCHW, where X's spatial dims are
+// declared and divisible by p and the filter is a constant (lower_patch_convs.cc).
 int lower_patch_convs(Graph& graph);
 // x * 0.5 * (1 + Erf(x / sqrt(2))) as exporters write it becomes com.ember Gelu on x;
 // x * 0.5 * (1 + Tanh(sqrt(2/pi) * (x + 0.044715 x^3))) becomes one with approximate="tanh".

@@ -42,6 +42,16 @@ constexpr int kRows = kWarps * kRowsPerWarp;  // query rows per block
 constexpr int kKeys = 64;                     // keys per tile
 constexpr int kKeyTiles8 = kKeys / 8;         // S's 8-key column tiles
 constexpr int kPad = 8;                       // 16-bit values after each shared row
+// Blocks an SM keeps resident for head dim 64: at most 168 registers a thread for 3,
+// where the compiler would use up to 198 (2 blocks, 8 warps) to hold the prefetched
+// tile. 3 gave BERT-base at batch 64 3.48 ms for 3.65 and ViT-B/16 7.36 for 7.77 on an
+// H100 (4 did no better); the kernel is latency-bound at these sizes, so more warps
+// win. Head dim 128 would spill over 1 KB a thread at that bound, so it keeps the
+// compiler's choice.
+template <int kHeadDim>
+constexpr int min_blocks_per_sm() {
+  return kHeadDim <= 64 ? 3 : 1;
+}
 
 int64_t row_tiles(int64_t sq) { return (sq + kRows - 1) / kRows; }
 
@@ -143,7 +153,7 @@ struct TileLoader {
 // T: __half or __nv_bfloat16. kHeadDim (64 or 128) bounds both D and Dv; the arrays
 // indexed by it are unrolled. kVector: K and V rows meet vector_tiles() (TileLoader).
 template <class T, int kHeadDim, AttentionMask kMask, bool kVector>
-__global__ void __launch_bounds__(kThreads)
+__global__ void __launch_bounds__(kThreads, min_blocks_per_sm<kHeadDim>())
     attention_mma_kernel(const AttentionArgs a, const int64_t tiles, const AccessPaths paths) {
   constexpr int kChunks = kHeadDim / 16;  // 16-feature steps of Q K^T
   constexpr int kOutTiles = kHeadDim / 8;  // 8-feature tiles of O

@@ -1,5 +1,6 @@
-// lower_patch_convs: a Conv whose windows tile its input becomes SpaceToDepth and a 1x1
-// Conv that compute the same, and convolutions it cannot rewrite are left alone.
+// lower_patch_convs: a Conv whose windows tile an input of few channels becomes a MatMul
+// over the patches that computes the same, and convolutions it cannot rewrite are left
+// alone.
 #include "graph/passes/passes.h"
 
 #include <gtest/gtest.h>
@@ -33,22 +34,24 @@ Graph patch_conv(int64_t c, int64_t h, int64_t w, int64_t k, int64_t p, Attribut
   return g;
 }
 
-TEST(LowerPatchConvs, APatchEmbeddingBecomesSpaceToDepthAndAOneByOneConvThatComputeTheSame) {
+TEST(LowerPatchConvs, APatchEmbeddingBecomesAMatMulOverThePatchesThatComputesTheSame) {
   struct Case {
     int64_t c, h, w, k, p;
+    bool bias;
   };
-  for (const Case& c : {Case{3, 32, 48, 8, 16}, Case{3, 12, 8, 5, 4}, Case{2, 6, 6, 7, 2}}) {
+  for (const Case& c : {Case{3, 32, 48, 8, 16, true}, Case{3, 12, 8, 5, 4, true}, Case{2, 6, 6, 7, 2, false}}) {
     SCOPED_TRACE(testing::Message() << "C " << c.c << " " << c.h << "x" << c.w << " K " << c.k << " patch " << c.p);
-    const Graph original = patch_conv(c.c, c.h, c.w, c.k, c.p);
+    Graph original = patch_conv(c.c, c.h, c.w, c.k, c.p);
+    if (!c.bias) original.nodes[0].inputs.resize(2);
     Graph g = original;
     ASSERT_EQ(lower_patch_convs(g), 1);
-    ASSERT_EQ(g.nodes.size(), 2u);
-    EXPECT_EQ(g.nodes[0].op_type, "SpaceToDepth");
-    EXPECT_EQ(g.nodes[0].attributes.get_int("blocksize"), c.p);
-    EXPECT_EQ(g.nodes[1].op_type, "Conv");
-    EXPECT_EQ(g.nodes[1].attributes.get_ints("kernel_shape"), (std::vector<int64_t>{1, 1}));
+    EXPECT_EQ(count_ops(g, "Conv"), 0);
+    EXPECT_EQ(count_ops(g, "MatMul"), 1);
+    EXPECT_EQ(count_ops(g, "Add"), c.bias ? 1 : 0);
+    EXPECT_EQ(count_ops(g, "Transpose"), 2);
+    EXPECT_EQ(g.nodes.back().outputs[0], "y");
     std::mt19937 rng(6);
-    for (int64_t batch : {1, 2}) {
+    for (int64_t batch : {1, 2, 0}) {
       const std::vector<Tensor> in = {random_tensor({batch, c.c, c.h, c.w}, rng)};
       test::expect_close(test::run_node_by_node(g, in)[0], test::run_node_by_node(original, in)[0], 1e-5f);
     }
@@ -73,11 +76,12 @@ TEST(LowerPatchConvs, LeavesAloneWhatItCannotRewrite) {
       patch_conv(3, 16, 16, 8, 4, attrs("dilations", {2, 2})),
       patch_conv(3, 16, 16, 8, 4, same),
       patch_conv(3, 16, 16, 8, 1),                                // 1x1 already
+      patch_conv(8, 16, 16, 8, 2),                                // wide enough for the conv kernels
   };
   for (const Graph& original : untouched) {
     Graph g = original;
     EXPECT_EQ(lower_patch_convs(g), 0);
-    EXPECT_EQ(count_ops(g, "SpaceToDepth"), 0);
+    EXPECT_EQ(count_ops(g, "MatMul"), 0);
   }
   // X's spatial dims unknown: SpaceToDepth would need them to be multiples of p.
   Graph unknown = patch_conv(3, 16, 16, 8, 4);
