@@ -3,7 +3,7 @@
 
     bench_gpu.py [--infer build/infer] [--work build/models]
                  [--models resnet50,mobilenetv2,vit,bert,gpt2] [--batches 1,8,64]
-                 [--precisions fp32,fp16] [--seq 128] [--repeat R] [--warmup W]
+                 [--precisions fp32,fp16[,bf16]] [--seq 128] [--repeat R] [--warmup W]
                  [--io host|device] [--no-compile] [--compile-mode MODE]
                  [--no-cuda-graph] [--markdown]
                  [--results FILE.jsonl] [--table-from FILE.jsonl ...] [--device cuda|cpu]
@@ -68,7 +68,7 @@ from bench import SEED, build_type_of, percentile  # noqa: E402
 
 MODELS = ("resnet50", "mobilenetv2", "vit", "bert", "gpt2")
 TEXT_MODELS = ("bert", "gpt2")
-PRECISIONS = ("fp32", "fp16")
+PRECISIONS = ("fp32", "fp16", "bf16")
 DEFAULT_WARMUP = 10
 TIME_BUDGET_S = 3.0
 MIN_REPEAT, MAX_REPEAT = 10, 200
@@ -203,7 +203,7 @@ def bench_case(args, torch, name, batch, precision):
               "seq": args.seq if name in TEXT_MODELS else None, "io": args.io}
     module = None
     try:
-        module = OnnxModule(path, half=precision == "fp16").to(args.device).eval()
+        module = OnnxModule(path, half=precision == "fp16", bf16=precision == "bf16").to(args.device).eval()
         host_inputs = [torch.from_numpy(np.ascontiguousarray(inputs[n]))
                        for n in module.input_names]
     except Exception as e:  # noqa: BLE001  (reported in the table, the run goes on)
@@ -395,7 +395,7 @@ def main():
                         help="folder of the built models (built if absent) and inputs")
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--batches", default="1,8,64")
-    parser.add_argument("--precisions", default=",".join(PRECISIONS))
+    parser.add_argument("--precisions", default="fp32,fp16")
     parser.add_argument("--seq", type=int, default=128, help="sequence length for bert, gpt2")
     parser.add_argument("--repeat", type=int, default=None)
     parser.add_argument("--warmup", type=int, default=DEFAULT_WARMUP)
@@ -474,7 +474,8 @@ def main():
             cmd = infer_command(args, path, input_paths, precision, repeat,
                                 os.path.join(case_dir, f"ember_{precision}.json"), args.cuda_graph)
             print(f"{name} batch {batch} {precision}:\n  ember: {shlex.join(cmd)}\n"
-                  f"  PyTorch: OnnxModule({os.path.basename(path)}, half={precision == 'fp16'})"
+                  f"  PyTorch: OnnxModule({os.path.basename(path)}, half={precision == 'fp16'}, "
+                  f"bf16={precision == 'bf16'})"
                   f" on {args.device}, eager" + (" and torch.compile" if args.compile else ""))
         results = [{"model": m, "batch": b, "precision": p,
                     "seq": args.seq if m in TEXT_MODELS else None, "io": args.io,

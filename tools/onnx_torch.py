@@ -676,7 +676,7 @@ class OnnxModule(torch.nn.Module):
     """An ONNX model as a torch.nn.Module; forward(*inputs) in graph input order returns a
     tuple of the graph outputs."""
 
-    def __init__(self, model, half=False):
+    def __init__(self, model, half=False, bf16=False):
         super().__init__()
         if isinstance(model, (str, os.PathLike)):
             model = onnx.load(os.fspath(model))
@@ -691,8 +691,10 @@ class OnnxModule(torch.nn.Module):
                 ", ".join(f"{op} (e.g. node '{name}')" for op, name in missing.items()))
         if any(node.op_type in ("If", "Loop", "Scan") for node in graph.node):
             raise NotImplementedError("onnx_torch: control flow")
-        self.half = half
-        self._float_dtype = torch.float16 if half else torch.float32
+        # bf16=True: as half=True, in bfloat16 (ember's --precision bf16 on CUDA).
+        self.half = half or bf16
+        self._half_dtype = torch.bfloat16 if bf16 else torch.float16
+        self._float_dtype = self._half_dtype if self.half else torch.float32
 
         init_names = {t.name for t in graph.initializer}
         self.input_names = [i.name for i in graph.input if i.name not in init_names]
@@ -748,8 +750,8 @@ class OnnxModule(torch.nn.Module):
             if name not in used or name in host:
                 continue
             tensor = torch.from_numpy(np.ascontiguousarray(array).copy())
-            if half and tensor.is_floating_point():
-                tensor = tensor.to(torch.float16)
+            if self.half and tensor.is_floating_point():
+                tensor = tensor.to(self._half_dtype)
             attr = f"c{len(self._buffer_map)}"
             self.register_buffer(attr, tensor, persistent=False)
             self._buffer_map.append((name, attr))
@@ -803,7 +805,7 @@ class OnnxModule(torch.nn.Module):
             value = env[name]
             if not isinstance(value, torch.Tensor):
                 value = ctx.tensor(value)
-            if self.half and value.dtype == torch.float16:
+            if self.half and value.dtype == self._half_dtype:
                 value = value.float()
             results.append(value)
         return tuple(results)

@@ -47,11 +47,13 @@ std::vector<TensorType> infer_conv_in(const InferContext& ctx, Layout layout) {
 std::vector<TensorType> infer_conv(const InferContext& ctx) { return infer_conv_in(ctx, Layout::ChannelsFirst); }
 // bf16 CPU sessions keep values between channels-last convolutions in bfloat16
 // (keep_bf16_between_convs): X may be bfloat16 beside float32 weights, and
-// "output_bf16" makes the output bfloat16. Otherwise the output is X's type.
+// "output_bf16" makes the output bfloat16. Otherwise the output is X's type (a CUDA
+// bf16 session's convolutions are bfloat16 throughout, weights too).
 std::vector<TensorType> infer_nhwc_conv(const InferContext& ctx) {
   std::vector<TensorType> y = infer_conv_in(ctx, Layout::ChannelsLast);
   const bool x_bf16 = ctx.input(0).dtype == DType::BFloat16;
   const bool out_bf16 = ctx.node.attributes.get_int_or("output_bf16", 0) != 0;
+  if (x_bf16 && !out_bf16 && ctx.input(1).dtype == DType::BFloat16) return y;
   if ((x_bf16 || out_bf16) && ctx.input(1).dtype != DType::Float32)
     ctx.fail(std::string("a bfloat16 X or output_bf16 needs float32 weights, got ") + dtype_name(ctx.input(1).dtype));
   if (out_bf16) y[0].dtype = DType::BFloat16;

@@ -4,6 +4,7 @@
 #include "graph/schema.h"
 #include "graph/schemas/norm.h"
 #include "graph/schemas/reduce.h"
+#include "ops/evaluate.h"
 
 #include <ember/core/error.h>
 #include <gtest/gtest.h>
@@ -94,6 +95,25 @@ TEST(Schema, TraitsDecideFoldingAndFloat16) {
   EXPECT_FALSE(find_schema("", "Range")->traits.float16_safe);
   EXPECT_FALSE(find_schema("", "QuantizeLinear")->traits.float16_safe);
   EXPECT_TRUE(find_schema("", "Softmax")->traits.float16_safe);
+}
+
+// NhwcConv's types: the CPU's bf16 sessions give it a bfloat16 X beside float32
+// weights (output float32, or bfloat16 with output_bf16); CUDA's bf16 sessions make it
+// bfloat16 throughout; any other mix is refused.
+TEST(Schema, NhwcConvTakesTheCpusMixedBFloat16AndCudasPlainBFloat16) {
+  const auto output_type = [](DType x, DType w, bool out_bf16) {
+    Node node = make_node("NhwcConv", {"x", "w"}, {"y"});
+    node.domain = "com.ember";
+    if (out_bf16) node.attributes.set_int("output_bf16", 1);
+    return infer_node(node, 1, {{x, {1, 5, 5, 4}}, {w, {8, 4, 3, 3}}}, {nullptr, nullptr})[0].dtype;
+  };
+  EXPECT_EQ(output_type(DType::BFloat16, DType::Float32, false), DType::Float32);
+  EXPECT_EQ(output_type(DType::BFloat16, DType::Float32, true), DType::BFloat16);
+  EXPECT_EQ(output_type(DType::Float32, DType::Float32, true), DType::BFloat16);
+  EXPECT_EQ(output_type(DType::BFloat16, DType::BFloat16, false), DType::BFloat16);
+  EXPECT_EQ(output_type(DType::Float16, DType::Float16, false), DType::Float16);
+  EXPECT_THROW(output_type(DType::BFloat16, DType::BFloat16, true), Error);
+  EXPECT_THROW(output_type(DType::BFloat16, DType::Float16, false), Error);
 }
 
 }  // namespace
