@@ -39,7 +39,7 @@ TEST(LowerPatchConvs, APatchEmbeddingBecomesAMatMulOverThePatchesThatComputesThe
     int64_t c, h, w, k, p;
     bool bias;
   };
-  for (const Case& c : {Case{3, 32, 48, 8, 16, true}, Case{3, 12, 8, 5, 4, true}, Case{2, 6, 6, 7, 2, false}}) {
+  for (const Case& c : {Case{3, 32, 48, 8, 16, true}, Case{3, 24, 16, 5, 8, true}, Case{1, 16, 32, 7, 8, false}}) {
     SCOPED_TRACE(testing::Message() << "C " << c.c << " " << c.h << "x" << c.w << " K " << c.k << " patch " << c.p);
     Graph original = patch_conv(c.c, c.h, c.w, c.k, c.p);
     if (!c.bias) original.nodes[0].inputs.resize(2);
@@ -69,14 +69,15 @@ TEST(LowerPatchConvs, LeavesAloneWhatItCannotRewrite) {
   Attributes same;
   same.set_string("auto_pad", "SAME_UPPER");
   const Graph untouched[] = {
-      patch_conv(3, 30, 32, 8, 4),                                // 30 is no multiple of 4
-      patch_conv(4, 16, 16, 8, 4, grouped),                       // groups
-      patch_conv(3, 16, 16, 8, 4, attrs("pads", {1, 1, 1, 1})),   // pads
-      patch_conv(3, 16, 16, 8, 4, attrs("strides", {2, 2})),      // overlapping windows
-      patch_conv(3, 16, 16, 8, 4, attrs("dilations", {2, 2})),
-      patch_conv(3, 16, 16, 8, 4, same),
+      patch_conv(3, 30, 32, 8, 8),                                // 30 is no multiple of 8
+      patch_conv(3, 16, 16, 8, 4),                                // patches under 8 wide
+      patch_conv(4, 16, 16, 8, 8, grouped),                       // groups
+      patch_conv(3, 16, 16, 8, 8, attrs("pads", {1, 1, 1, 1})),   // pads
+      patch_conv(3, 16, 16, 8, 8, attrs("strides", {2, 2})),      // overlapping windows
+      patch_conv(3, 16, 16, 8, 8, attrs("dilations", {2, 2})),
+      patch_conv(3, 16, 16, 8, 8, same),
       patch_conv(3, 16, 16, 8, 1),                                // 1x1 already
-      patch_conv(8, 16, 16, 8, 2),                                // wide enough for the conv kernels
+      patch_conv(8, 16, 16, 8, 8),                                // wide enough for the conv kernels
   };
   for (const Graph& original : untouched) {
     Graph g = original;
@@ -84,11 +85,11 @@ TEST(LowerPatchConvs, LeavesAloneWhatItCannotRewrite) {
     EXPECT_EQ(count_ops(g, "MatMul"), 0);
   }
   // X's spatial dims unknown: SpaceToDepth would need them to be multiples of p.
-  Graph unknown = patch_conv(3, 16, 16, 8, 4);
+  Graph unknown = patch_conv(3, 16, 16, 8, 8);
   unknown.inputs[0].dims[2] = Dim{-1, "height"};
   EXPECT_EQ(lower_patch_convs(unknown), 0);
   // A filter computed at run time.
-  Graph computed = patch_conv(3, 16, 16, 8, 4);
+  Graph computed = patch_conv(3, 16, 16, 8, 8);
   computed.inputs.push_back({"W", DType::Float32, {}, false});
   computed.initializers.erase("W");
   EXPECT_EQ(lower_patch_convs(computed), 0);
