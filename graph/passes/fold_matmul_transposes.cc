@@ -28,14 +28,6 @@ bool is_transpose(const Node& n) {
   return n.op_type == "Transpose" && n.domain.empty() && n.inputs.size() == 1 && n.attributes.has("perm");
 }
 
-bool is_permutation(const Perm& p) {
-  Perm sorted = p;
-  std::sort(sorted.begin(), sorted.end());
-  for (size_t i = 0; i < sorted.size(); ++i)
-    if (sorted[i] != static_cast<int64_t>(i)) return false;
-  return true;
-}
-
 class MatMulTransposeFolder {
  public:
   explicit MatMulTransposeFolder(Graph& graph)

@@ -1,4 +1,6 @@
 #include "graph/passes/graph_edit.h"
+
+#include <algorithm>
 #include "graph/passes/passes.h"  // kDecompositionAttribute
 #include "graph/schema.h"
 
@@ -37,6 +39,14 @@ std::unordered_map<std::string, int> producers(const Graph& graph) {
     for (const auto& out : graph.nodes[i].outputs)
       if (!out.empty()) p[out] = static_cast<int>(i);
   return p;
+}
+
+bool is_permutation(const std::vector<int64_t>& p) {
+  std::vector<int64_t> sorted = p;
+  std::sort(sorted.begin(), sorted.end());
+  for (size_t i = 0; i < sorted.size(); ++i)
+    if (sorted[i] != static_cast<int64_t>(i)) return false;
+  return true;
 }
 
 bool scalar_constant(const Graph& graph, const std::string& value, float* out) {

@@ -33,6 +33,9 @@ void attach_decomposition(const Graph& graph, const std::vector<int>& parts, Nod
 // The node index producing each value.
 std::unordered_map<std::string, int> producers(const Graph& graph);
 
+// Whether `p` holds each of 0 .. p.size() - 1 once (a Transpose's perm).
+bool is_permutation(const std::vector<int64_t>& p);
+
 // A float32 initializer holding one value (any shape of one element): that value.
 bool scalar_constant(const Graph& graph, const std::string& value, float* out);
 

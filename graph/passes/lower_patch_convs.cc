@@ -100,7 +100,7 @@ Node make(const std::string& name, const char* op, std::vector<std::string> inpu
 // The nodes that replace `conv` (patch size p), reading initializers they add.
 std::vector<Node> patch_matmul(Graph& graph, const Node& conv, int64_t p) {
   const Tensor& w = graph.initializers.at(conv.inputs[1]);
-  const int64_t k = w.shape()[0], c = w.shape()[1];
+  const int64_t c = w.shape()[1];
   const std::vector<Dim>& x = declared(graph, conv.inputs[0])->dims;
   const int64_t ho = x[2].value / p, wo = x[3].value / p;
   const std::string base = conv.outputs[0] + "/patches";

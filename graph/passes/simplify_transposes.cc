@@ -69,14 +69,6 @@ bool divides(const Expr& b, const Expr& a) {
 
 bool is(const Node& n, const char* op) { return n.op_type == op && n.domain.empty(); }
 
-bool is_permutation(const Perm& p) {
-  Perm sorted = p;
-  std::sort(sorted.begin(), sorted.end());
-  for (size_t i = 0; i < sorted.size(); ++i)
-    if (sorted[i] != static_cast<int64_t>(i)) return false;
-  return true;
-}
-
 bool is_identity(const Perm& p) {
   for (size_t i = 0; i < p.size(); ++i)
     if (p[i] != static_cast<int64_t>(i)) return false;
@@ -532,6 +524,17 @@ class TransposeSimplifier {
     g_.initializers.emplace(name, std::move(t));
     return name;
   }
+  // A Gather of `reshape`'s target shape in `order`: the target for the dims reordered.
+  Node reordered_target(const Node& reshape, const Perm& order) {
+    Node gather;
+    gather.name = reshape.name + "/target";
+    gather.op_type = "Gather";
+    gather.inputs = {reshape.inputs[1], int64_constant(reshape.name + "/order", order)};
+    gather.outputs = {fresh(reshape.inputs[1])};
+    gather.attributes.set_int("axis", 0);
+    return gather;
+  }
+
   static Node transpose(const std::string& name, const std::string& in, const std::string& out, const Perm& p) {
     Node t;
     t.name = name;
@@ -684,12 +687,7 @@ class TransposeSimplifier {
       reshape.inputs[0] = z_name;
       return true;
     }
-    Node gather;
-    gather.name = reshape.name + "/target";
-    gather.op_type = "Gather";
-    gather.inputs = {reshape.inputs[1], int64_constant(reshape.name + "/order", order)};
-    gather.outputs = {fresh(reshape.inputs[1])};
-    gather.attributes.set_int("axis", 0);
+    Node gather = reordered_target(reshape, order);
     Node inner = reshape;
     inner.inputs = {z_name, gather.outputs[0]};
     inner.outputs = {fresh(out)};
@@ -814,12 +812,7 @@ class TransposeSimplifier {
     x.inputs[first_data] = moved.outputs[0];
     x.outputs[0] = t_out;
     if (is(x, "Reshape")) {  // its target in the transposed order
-      Node gather;
-      gather.name = x.name + "/target";
-      gather.op_type = "Gather";
-      gather.inputs = {x.inputs[1], int64_constant(x.name + "/order", q0)};
-      gather.outputs = {fresh(x.inputs[1])};
-      gather.attributes.set_int("axis", 0);
+      Node gather = reordered_target(x, q0);
       x.inputs[1] = gather.outputs[0];
       insert_before(x_index, std::move(gather));
     }
