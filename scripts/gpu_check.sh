@@ -69,6 +69,7 @@ step cuda_sessions "$tests/test_engine_cuda" --gtest_brief=1
 models=default,resnet50,mobilenetv2,mobilenetv3,efficientnet,convnext,vit,bert,gpt2,llama
 step models_fp32 python3 tests/models/check_models.py --infer "$bin/infer" --work "$work/models" --device cuda --models $models
 step models_fp16 python3 tests/models/check_models.py --infer "$bin/infer" --work "$work/models" --device cuda --precision fp16 --models $models
+step models_bf16 python3 tests/models/check_models.py --infer "$bin/infer" --work "$work/models" --device cuda --precision bf16 --models $models
 batches=1,8,64 repeat=50
 [ $quick = 1 ] && batches=1,8 repeat=20
 step benchmark python3 tools/bench_gpu.py --infer "$bin/infer" --work "$work/models" --batches $batches \
