@@ -25,6 +25,23 @@ __device__ __forceinline__ void store_stats(const RowNormArgs& p, int64_t row, f
   if (p.inv_std) p.inv_std[row] = inv;
 }
 
+// A warp's row statistics: mean (0 for RMS) and 1 / std (1 / rms), from the lane's
+// partial sum `s` (of the values, or of their squares for RMS); `deviations(mean)` gives
+// the lane's share of sum((v - mean)^2). Lane 0 stores them where asked.
+template <bool kRms, class Deviations>
+__device__ __forceinline__ void row_stats(const RowNormArgs& p, int64_t row, float s, float count,
+                                          Deviations deviations, float* mean, float* inv) {
+  s = warp_sum(s);
+  *mean = 0.f;
+  if (kRms) {
+    *inv = 1.f / sqrtf(s / count + p.epsilon);
+  } else {
+    *mean = s / count;  // NaN for an empty row, as the CPU gives
+    *inv = 1.f / sqrtf(warp_sum(deviations(*mean)) / count + p.epsilon);
+  }
+  if ((threadIdx.x & 31) == 0) store_stats(p, row, *mean, *inv);
+}
+
 // One warp per row of cols <= 32 * kPerLane; lane l holds elements l, l + 32, ...
 template <class T, bool kRms, int kPerLane>
 __global__ void row_norm_warp_kernel(RowNormArgs p) {
@@ -47,22 +64,16 @@ __global__ void row_norm_warp_kernel(RowNormArgs p) {
       v[k] = j < n ? to_float(in[j]) + (skip ? to_float(skip[j]) : 0.f) : 0.f;
       s += kRms ? v[k] * v[k] : v[k];
     }
-    s = warp_sum(s);
-    float mean = 0.f, inv;
-    if (kRms) {
-      inv = 1.f / sqrtf(s / count + p.epsilon);
-    } else {
-      mean = s / count;  // NaN for an empty row, as the CPU gives
+    float mean, inv;
+    row_stats<kRms>(p, row, s, count, [&](float m) {
       float d2 = 0.f;
 #pragma unroll
       for (int k = 0; k < kPerLane; ++k) {
-        const float d = lane + k * 32 < n ? v[k] - mean : 0.f;
+        const float d = lane + k * 32 < n ? v[k] - m : 0.f;
         d2 += d * d;
       }
-      d2 = warp_sum(d2);
-      inv = 1.f / sqrtf(d2 / count + p.epsilon);
-    }
-    if (lane == 0) store_stats(p, row, mean, inv);
+      return d2;
+    }, &mean, &inv);
 #pragma unroll
     for (int k = 0; k < kPerLane; ++k) {
       const int j = lane + k * 32;
@@ -107,24 +118,18 @@ __global__ void row_norm_warp_vector_kernel(RowNormArgs p) {
         s += kRms ? v[k][e] * v[k][e] : v[k][e];
       }
     }
-    s = warp_sum(s);
-    float mean = 0.f, inv;
-    if (kRms) {
-      inv = 1.f / sqrtf(s / count + p.epsilon);
-    } else {
-      mean = s / count;
+    float mean, inv;
+    row_stats<kRms>(p, row, s, count, [&](float m) {
       float d2 = 0.f;
 #pragma unroll
       for (int k = 0; k < kGroups; ++k)
 #pragma unroll
         for (int e = 0; e < V; ++e) {
-          const float d = lane + k * 32 < groups ? v[k][e] - mean : 0.f;
+          const float d = lane + k * 32 < groups ? v[k][e] - m : 0.f;
           d2 += d * d;
         }
-      d2 = warp_sum(d2);
-      inv = 1.f / sqrtf(d2 / count + p.epsilon);
-    }
-    if (lane == 0) store_stats(p, row, mean, inv);
+      return d2;
+    }, &mean, &inv);
 #pragma unroll
     for (int k = 0; k < kGroups; ++k) {
       const int g = lane + k * 32;
