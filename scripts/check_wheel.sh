@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The Python package as users get it: `pip wheel .` from the source tree, the wheel
 # installed into a fresh virtual environment, `import ember` run from outside the tree.
-# Checks that the extension finds libember (and libember_cuda) inside the wheel through
-# its RPATH ($ORIGIN), not in the build tree.
+# Checks that the extension finds libember, libember_openmp_spin (and libember_cuda)
+# inside the wheel through their RPATH ($ORIGIN), not in the build tree.
 #   scripts/check_wheel.sh [WORK_DIR]      (default build/wheel-check; ctest -L wheel)
 # Builds in build-wheel/ (pyproject.toml) without build isolation: the pinned
 # scikit-build-core and nanobind of scripts/requirements.txt, no download. With ccache
@@ -32,6 +32,8 @@ extension = next(f for f in os.listdir(package) if f.startswith("_ember") and f.
 ldd = subprocess.run(["ldd", os.path.join(package, extension)], capture_output=True, text=True).stdout
 libember = next(line for line in ldd.splitlines() if "libember.so" in line)
 assert os.path.join(package, "libember.so") in libember, f"libember not from the wheel: {libember.strip()}"
+spin = next(line for line in ldd.splitlines() if "libember_openmp_spin.so" in line)
+assert os.path.join(package, "libember_openmp_spin.so") in spin, f"libember_openmp_spin not from the wheel: {spin.strip()}"
 assert "not found" not in ldd, ldd
 
 model, x = os.path.join(sys.argv[1], "model.onnx"), np.load(os.path.join(sys.argv[1], "input.npy"))

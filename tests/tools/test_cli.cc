@@ -38,9 +38,13 @@ class Cli : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  Result infer(const std::string& args) {
-    const std::string cmd = std::string(EMBER_INFER) + " " + args + " >" + (dir_ / "out.txt").string() +
-                            " 2>" + (dir_ / "err.txt").string();
+  Result infer(const std::string& args) { return infer_with_env("", args); }
+
+  // `env` as a shell's variable assignments (and `env -u NAME` to remove one).
+  Result infer_with_env(const std::string& env, const std::string& args) {
+    std::string cmd = env;
+    cmd += std::string(" ") + EMBER_INFER + " " + args + " >" + (dir_ / "out.txt").string() + " 2>" +
+           (dir_ / "err.txt").string();
     const int status = std::system(cmd.c_str());
     return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(dir_ / "out.txt"), slurp(dir_ / "err.txt")};
   }
@@ -335,6 +339,20 @@ TEST_F(Cli, ListsTheOperatorsItRuns) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   for (const char* op : {"\nConv\n", "\nLayerNormalization\n", "\nLoop\n", "com.ember::FusedConv\n"})
     EXPECT_NE(("\n" + r.out).find(op), std::string::npos) << op;
+}
+
+// engine/src/openmp_spin_default.cc: libgomp's idle threads spin 1,000 pauses, not
+// 300,000, unless the user says otherwise; OMP_DISPLAY_ENV has libgomp print what it read.
+TEST_F(Cli, OpenMpIdleThreadsSpinBrieflyUnlessTheUserChooses) {
+  const std::string display = "OMP_DISPLAY_ENV=verbose";
+  Result r = infer_with_env("env -u GOMP_SPINCOUNT -u OMP_WAIT_POLICY " + display, "--devices");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE((r.out + r.err).find("GOMP_SPINCOUNT = '1000'"), std::string::npos) << r.out << r.err;
+  r = infer_with_env("env -u OMP_WAIT_POLICY GOMP_SPINCOUNT=77 " + display, "--devices");
+  EXPECT_NE((r.out + r.err).find("GOMP_SPINCOUNT = '77'"), std::string::npos) << r.out << r.err;
+  r = infer_with_env("env -u GOMP_SPINCOUNT OMP_WAIT_POLICY=active " + display, "--devices");
+  EXPECT_NE((r.out + r.err).find("OMP_WAIT_POLICY = 'ACTIVE'"), std::string::npos) << r.out << r.err;
+  EXPECT_EQ((r.out + r.err).find("GOMP_SPINCOUNT = '1000'"), std::string::npos) << r.out << r.err;
 }
 
 TEST_F(Cli, UsageErrorsExitWithTwo) {
