@@ -67,7 +67,8 @@ class ConvKernel final : public Kernel {
     // bf16 math: source and weights in bfloat16, accumulation in float32, output in
     // float32 unless it is stored bfloat16. Only constant weights, converted once here.
     const DenseMath math = const_weights ? init.dense_math : DenseMath::Float32;
-    DnnlThreadScope threads(init.num_threads);
+    const double flops = w[0] > 0 ? 2.0 * static_cast<double>(shape_numel(y)) * static_cast<double>(shape_numel(w) / w[0]) : 0.0;
+    DnnlThreadScope threads(dnnl_threads_for(init.num_threads, flops));
     const dnnl::convolution_forward::desc desc(
         dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
         computed_as(primitive_desc_for(x, layout), math),

@@ -46,7 +46,10 @@ class ConvTransposeKernel final : public Kernel {
     memory::dims dilations;
     for (int64_t d : g.dilations) dilations.push_back(d - 1);
 
-    DnnlThreadScope threads(init.num_threads);
+    const double flops = w[0] > 0 ? 2.0 * static_cast<double>(shape_numel(init.inputs[0].shape)) *
+                                        static_cast<double>(shape_numel(w) / w[0])
+                                  : 0.0;
+    DnnlThreadScope threads(dnnl_threads_for(init.num_threads, flops));
     const dnnl::deconvolution_forward::desc desc(
         dnnl::prop_kind::forward_inference, dnnl::algorithm::deconvolution_direct, src_md_, want_w, bias_md_,
         dst_md_, to_dnnl_dims(g.strides), dilations, to_dnnl_dims(g.pads_begin), to_dnnl_dims(pads_end));

@@ -108,6 +108,11 @@ DnnlThreadScope::~DnnlThreadScope() {
 #endif
 }
 
+int dnnl_threads_for(int num_threads, double flops) {
+  constexpr double kSerialBelowFlops = 1 << 16;
+  return flops < kSerialBelowFlops ? 1 : num_threads;
+}
+
 namespace {
 
 // oneDNN's eltwise for a table function: false when it has none (or none ember checked

@@ -50,6 +50,15 @@ class DnnlThreadScope {
   int saved_ = 1;
 };
 
+// The threads to create a primitive of `flops` operations with: one below about 65
+// thousand (a few microseconds on one core, weights of at most 128 KB read once), where
+// the fork and join of a parallel region cost more than the split saves; the session's
+// count above. Not higher: a serial op between parallel ones leaves the other threads
+// idle, and past OpenMP's spin (engine/src/openmp_spin_default.cc) they sleep and the
+// next region waits for them to wake (MobileNetV3 ran 14% slower with its squeeze-
+// excite convs, up to 1 MFLOP, serial).
+int dnnl_threads_for(int num_threads, double flops);
+
 // The fused activation of a com.ember node (graph/elementwise_table.h reads it), split
 // between oneDNN and ember: appended as oneDNN post-ops where oneDNN has the function;
 // any other table function is `after` the primitive, a pass over its float32 output.

@@ -30,7 +30,9 @@ class DnnlMatMul {
     if (empty_) return;
     const memory::desc a_computed = computed_as(a_md, init.dense_math);
     const memory::desc b_computed = computed_as(b_md, init.dense_math);
-    DnnlThreadScope threads(init.num_threads);
+    double flops = 2.0 * static_cast<double>(a_md.dims().back());
+    for (memory::dim d : c_md.dims()) flops *= static_cast<double>(d);
+    DnnlThreadScope threads(dnnl_threads_for(init.num_threads, flops));
     const dnnl::matmul::desc desc(a_computed, b_constant ? any_layout(b_computed) : b_computed, bias_md, c_md);
     const dnnl::matmul::primitive_desc pd(desc, attr, dnnl_engine());
     prim_ = dnnl::matmul(pd);

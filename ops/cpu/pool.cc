@@ -114,7 +114,8 @@ class DnnlPoolKernel final : public Kernel {
     dst_md_ = last ? channels_last_f32_desc(init.outputs[0].shape) : plain_f32_desc(init.outputs[0].shape);
     dnnl::memory::dims dilations;
     for (int64_t d : g.dilations) dilations.push_back(d - 1);
-    DnnlThreadScope threads(init.num_threads);
+    const double ops = static_cast<double>(shape_numel(init.outputs[0].shape)) * static_cast<double>(shape_numel(g.kernel));
+    DnnlThreadScope threads(dnnl_threads_for(init.num_threads, ops));
     const dnnl::pooling_v2_forward::desc desc(dnnl::prop_kind::forward_inference, alg, src_md_, dst_md_,
                                               to_dnnl_dims(g.strides), to_dnnl_dims(g.kernel), dilations,
                                               to_dnnl_dims(g.pads_begin), to_dnnl_dims(pads_end));
