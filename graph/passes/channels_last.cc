@@ -20,16 +20,6 @@ namespace {
 const std::vector<int64_t> kToLast{0, 2, 3, 1};   // NCHW -> NHWC
 const std::vector<int64_t> kToFirst{0, 3, 1, 2};  // NHWC -> NCHW
 
-Node transpose_node(const std::string& from, const std::string& to, const std::vector<int64_t>& perm) {
-  Node t;
-  t.name = to + "/transpose";
-  t.op_type = "Transpose";
-  t.inputs = {from};
-  t.outputs = {to};
-  t.attributes.set_ints("perm", perm);
-  return t;
-}
-
 bool is_transpose(const Node& n, const std::vector<int64_t>& perm) {
   return n.domain.empty() && n.op_type == "Transpose" && n.inputs.size() == 1 &&
          n.attributes.get_ints_or("perm", {}) == perm;
@@ -169,7 +159,7 @@ class ChannelsLast {
       return name;
     }
     const std::string name = v + "/nhwc";
-    graph_.nodes.push_back(transpose_node(v, name, kToLast));
+    graph_.nodes.push_back(new_transpose(name + "/transpose", v, name, kToLast));
     last_[v] = name;
     return name;
   }
@@ -190,7 +180,7 @@ class ChannelsLast {
     }
     last_[plain_out] = node.outputs[0];
     graph_.nodes.push_back(std::move(node));
-    graph_.nodes.push_back(transpose_node(plain_out + "/nhwc", plain_out, kToFirst));
+    graph_.nodes.push_back(new_transpose(plain_out + "/transpose", plain_out + "/nhwc", plain_out, kToFirst));
     ++converted_;
   }
 
@@ -202,7 +192,7 @@ class ChannelsLast {
     std::unordered_map<std::string, std::string> plain;
     for (size_t i : data_inputs(original, role)) {
       const std::string fresh = converted.outputs[0] + "/fallback_in" + std::to_string(i);
-      parts->nodes.push_back(transpose_node(converted.inputs[i], fresh, kToFirst));
+      parts->nodes.push_back(new_transpose(fresh + "/transpose", converted.inputs[i], fresh, kToFirst));
       plain[original.inputs[i]] = fresh;
     }
     const std::string fresh_out = converted.outputs[0] + "/fallback_out";
@@ -210,7 +200,7 @@ class ChannelsLast {
     Node node = original;
     rename_values(node, plain);
     parts->nodes.push_back(std::move(node));
-    parts->nodes.push_back(transpose_node(fresh_out, converted.outputs[0], kToLast));
+    parts->nodes.push_back(new_transpose(converted.outputs[0] + "/transpose", fresh_out, converted.outputs[0], kToLast));
     copy_initializers_read(graph_, *parts);
     Attribute a;
     a.kind = Attribute::Kind::Graph;

@@ -78,6 +78,29 @@ int replace_with_fused(Graph& graph, const std::vector<bool>& dead, std::vector<
   return static_cast<int>(fused.size());
 }
 
+Node new_node(const std::string& name, const std::string& op_type, std::vector<std::string> inputs,
+              const std::string& output) {
+  Node n;
+  n.name = name;
+  n.op_type = op_type;
+  n.inputs = std::move(inputs);
+  n.outputs = {output};
+  return n;
+}
+
+Node new_transpose(const std::string& name, const std::string& from, const std::string& to,
+                   const std::vector<int64_t>& perm) {
+  Node t = new_node(name, "Transpose", {from}, to);
+  t.attributes.set_ints("perm", perm);
+  return t;
+}
+
+Tensor int64_vector(const std::vector<int64_t>& values) {
+  Tensor t(DType::Int64, {static_cast<int64_t>(values.size())});
+  std::copy(values.begin(), values.end(), t.data_as<int64_t>());
+  return t;
+}
+
 void erase_nodes(Graph& graph, const std::vector<bool>& dead) {
   std::vector<Node> kept;
   kept.reserve(graph.nodes.size());

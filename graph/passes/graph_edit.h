@@ -39,6 +39,15 @@ bool is_permutation(const std::vector<int64_t>& p);
 // A float32 initializer holding one value (any shape of one element): that value.
 bool scalar_constant(const Graph& graph, const std::string& value, float* out);
 
+// A node of the default domain reading `inputs` and writing one `output`.
+Node new_node(const std::string& name, const std::string& op_type, std::vector<std::string> inputs,
+              const std::string& output);
+// A Transpose of `from` into `to` by `perm`.
+Node new_transpose(const std::string& name, const std::string& from, const std::string& to,
+                   const std::vector<int64_t>& perm);
+// A one-dimensional int64 tensor holding `values` (a shape or a list of indices).
+Tensor int64_vector(const std::vector<int64_t>& values);
+
 // Removes the nodes whose indices are marked, keeping the order of the rest. Nodes
 // past the end of `dead` (appended after it was sized) are kept.
 void erase_nodes(Graph& graph, const std::vector<bool>& dead);

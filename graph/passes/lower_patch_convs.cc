@@ -82,21 +82,6 @@ Tensor patch_matrix(const Tensor& w) {
   return out;
 }
 
-Tensor int64_vector(const std::vector<int64_t>& values) {
-  Tensor t(DType::Int64, {static_cast<int64_t>(values.size())});
-  for (size_t i = 0; i < values.size(); ++i) t.data_as<int64_t>()[i] = values[i];
-  return t;
-}
-
-Node make(const std::string& name, const char* op, std::vector<std::string> inputs, const std::string& output) {
-  Node n;
-  n.name = name;
-  n.op_type = op;
-  n.inputs = std::move(inputs);
-  n.outputs = {output};
-  return n;
-}
-
 // The nodes that replace `conv` (patch size p), reading initializers they add.
 std::vector<Node> patch_matmul(Graph& graph, const Node& conv, int64_t p) {
   const Tensor& w = graph.initializers.at(conv.inputs[1]);
@@ -111,19 +96,17 @@ std::vector<Node> patch_matmul(Graph& graph, const Node& conv, int64_t p) {
   if (!graph.initializers.count(matrix)) graph.initializers[matrix] = patch_matrix(w);
 
   std::vector<Node> nodes;
-  nodes.push_back(make(base + "/grid", "Reshape", {conv.inputs[0], base + "/grid_shape"}, base + "/grid"));
-  nodes.push_back(make(base + "/order", "Transpose", {base + "/grid"}, base + "/ordered"));
-  nodes.back().attributes.set_ints("perm", {0, 2, 4, 1, 3, 5});
-  nodes.push_back(make(base + "/rows", "Reshape", {base + "/ordered", base + "/rows_shape"}, base + "/rows"));
-  nodes.push_back(make(base + "/matmul", "MatMul", {base + "/rows", matrix}, base + "/products"));
+  nodes.push_back(new_node(base + "/grid", "Reshape", {conv.inputs[0], base + "/grid_shape"}, base + "/grid"));
+  nodes.push_back(new_transpose(base + "/order", base + "/grid", base + "/ordered", {0, 2, 4, 1, 3, 5}));
+  nodes.push_back(new_node(base + "/rows", "Reshape", {base + "/ordered", base + "/rows_shape"}, base + "/rows"));
+  nodes.push_back(new_node(base + "/matmul", "MatMul", {base + "/rows", matrix}, base + "/products"));
   std::string nhwc = base + "/products";
   const bool bias = conv.inputs.size() > 2 && !conv.inputs[2].empty();
   if (bias) {
-    nodes.push_back(make(base + "/bias", "Add", {nhwc, conv.inputs[2]}, base + "/biased"));
+    nodes.push_back(new_node(base + "/bias", "Add", {nhwc, conv.inputs[2]}, base + "/biased"));
     nhwc = base + "/biased";
   }
-  nodes.push_back(make(base + "/to_nchw", "Transpose", {nhwc}, conv.outputs[0]));
-  nodes.back().attributes.set_ints("perm", {0, 3, 1, 2});
+  nodes.push_back(new_transpose(base + "/to_nchw", nhwc, conv.outputs[0], {0, 3, 1, 2}));
   return nodes;
 }
 

@@ -535,15 +535,6 @@ class TransposeSimplifier {
     return gather;
   }
 
-  static Node transpose(const std::string& name, const std::string& in, const std::string& out, const Perm& p) {
-    Node t;
-    t.name = name;
-    t.op_type = "Transpose";
-    t.inputs = {in};
-    t.outputs = {out};
-    t.attributes.set_ints("perm", p);
-    return t;
-  }
   // Puts `n` before node `at` (its inputs are all produced before `at`).
   void insert_before(int at, Node n) { g_.nodes.insert(g_.nodes.begin() + at, std::move(n)); }
 
@@ -604,7 +595,7 @@ class TransposeSimplifier {
     for (int64_t j = 0; j < rank; ++j)
       if (!std::binary_search(removed->begin(), removed->end(), j)) q.push_back(input_axis(p[j]));
     const std::string x = un->inputs[0];
-    sq = transpose(sq.name, x, sq.outputs[0], q);
+    sq = new_transpose(sq.name, x, sq.outputs[0], q);
     return true;
   }
 
@@ -642,7 +633,7 @@ class TransposeSimplifier {
       Perm q;
       for (int64_t j = 0; j < rank; ++j)
         if (j != axis) q.push_back(p[j] > p[axis] ? p[j] - 1 : p[j]);
-      gather = transpose(gather.name + "/transpose", inner.outputs[0], gather.outputs[0], q);
+      gather = new_transpose(gather.name + "/transpose", inner.outputs[0], gather.outputs[0], q);
       insert_before(r, std::move(inner));
     }
     return true;
@@ -691,7 +682,7 @@ class TransposeSimplifier {
     Node inner = reshape;
     inner.inputs = {z_name, gather.outputs[0]};
     inner.outputs = {fresh(out)};
-    reshape = transpose(reshape.name + "/transpose", inner.outputs[0], out, at);
+    reshape = new_transpose(reshape.name + "/transpose", inner.outputs[0], out, at);
     insert_before(i, std::move(inner));
     insert_before(i, std::move(gather));
     return true;
@@ -808,7 +799,7 @@ class TransposeSimplifier {
     g_.nodes.erase(g_.nodes.begin() + i);  // after x_index: x's index holds
     Node& x = g_.nodes[x_index];
     const std::string source = x.inputs[first_data];
-    Node moved = transpose(t_name, source, fresh(source), *first);
+    Node moved = new_transpose(t_name, source, fresh(source), *first);
     x.inputs[first_data] = moved.outputs[0];
     x.outputs[0] = t_out;
     if (is(x, "Reshape")) {  // its target in the transposed order
@@ -883,18 +874,10 @@ class TransposeSimplifier {
     added[3].outputs = {has_c ? fresh(result) : result};
     Node& reshape = g_.nodes[i];
     if (has_c) {
-      reshape = Node{};
-      reshape.name = base + "/bias";
-      reshape.op_type = "Add";
-      reshape.inputs = {added[3].outputs[0], bias};
-      reshape.outputs = {result};
+      reshape = new_node(base + "/bias", "Add", {added[3].outputs[0], bias}, result);
     } else {
       added.pop_back();
-      reshape = Node{};
-      reshape.name = base;
-      reshape.op_type = "MatMul";
-      reshape.inputs = {added[2].outputs[0], matrix};
-      reshape.outputs = {result};
+      reshape = new_node(base, "MatMul", {added[2].outputs[0], matrix}, result);
     }
     for (size_t k = added.size(); k-- > 0;) insert_before(i, std::move(added[k]));
     return true;
@@ -917,7 +900,7 @@ class TransposeSimplifier {
       Node inner = mul;
       inner.inputs[k] = t->inputs[0];
       inner.outputs = {fresh(mul.outputs[0])};
-      mul = transpose(mul.name + "/transpose", inner.outputs[0], mul.outputs[0], p);
+      mul = new_transpose(mul.name + "/transpose", inner.outputs[0], mul.outputs[0], p);
       insert_before(i, std::move(inner));
       return true;
     }
