@@ -2,7 +2,7 @@
 """Latency and throughput of ember's `infer` beside ONNX Runtime on the same machine.
 
     bench.py --infer PATH [--models resnet50,mobilenetv2,mobilenetv3,convnext,efficientnet,vit,bert,gpt2,llama,silero_vad,random_forest] [--batches 1,8]
-             [--threads N] [--seq 128] [--precisions fp32,bf16] [--repeat R] [--work DIR]
+             [--threads N] [--seq 128] [--precisions fp32,bf16] [--repeat R] [--rounds K] [--work DIR]
              [--build-type TYPE] [FILE.onnx ... --dims batch=8,sequence=128]
 
 For each (model, batch): build the model (cached), make a fixed-seed input, time ONNX
@@ -10,8 +10,9 @@ Runtime in-process (CPUExecutionProvider, intra-op threads N, inter-op 1, ORT_EN
 sequential execution, float32; warm-up runs, then R timed runs), then ember through
 `infer model.onnx name=in.npy ... --threads N --precision P --warmup W --repeat R
 --summary-json F`, once per precision in --precisions (ORT stays float32: the ratio is
-against what users run today). Prints a markdown table; ratio = ORT p50 / ember p50, so
-> 1 means ember is faster. Benchmarks are not tests: nothing here asserts a time.
+against what users run today). With --rounds K both are timed K times, alternating, and
+the median round counts. Prints a markdown table; ratio = ORT p50 / ember p50, so > 1
+means ember is faster. Benchmarks are not tests: nothing here asserts a time.
 
 Any .onnx file given on the command line is timed the same way, once, with random
 inputs of its declared dtypes and shapes: symbolic dims from --dims (a dim without a
@@ -24,6 +25,7 @@ import json
 import math
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import time
@@ -65,14 +67,26 @@ def summarize(ms, batch):
             "throughput": {"items_per_s": batch * 1000.0 / mean}}
 
 
-def time_ort(path, inputs, threads, repeat):
-    """Returns (summary, repeat used)."""
+def median_of_rounds(summaries):
+    """One summary for several rounds of the same case: the median round's p50 and
+    throughput (a round disturbed by the machine moves neither)."""
+    return {"latency_ms": {"p50": statistics.median(s["latency_ms"]["p50"] for s in summaries)},
+            "throughput": {"items_per_s": statistics.median(s["throughput"]["items_per_s"] for s in summaries)}}
+
+
+def ort_session(path, threads):
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    return ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+
+
+def time_ort(path, inputs, threads, repeat):
+    """Returns (summary, repeat used). The session goes when it returns: its idle
+    threads would take CPU from ember's timing."""
+    session = ort_session(path, threads)
     first = None
     for _ in range(WARMUP):
         start = time.perf_counter()
@@ -169,20 +183,34 @@ def bench_case(args, label, path, inputs, case_dir):
         input_paths[input_name] = os.path.join(case_dir, f"{escape_name(input_name)}.npy")
         np.save(input_paths[input_name], array)
     batch = next(iter(inputs.values())).shape[0] if inputs and next(iter(inputs.values())).ndim else 1
-    ort_summary, repeat = time_ort(path, inputs, args.threads, args.repeat)
+    # Rounds alternate the engines, so a slow spell of the machine falls on both.
+    repeat = args.repeat
+    ort_rounds, ember_rounds, stderr = [], {p: [] for p in args.precisions}, {}
+    for _ in range(args.rounds):
+        summary, repeat = time_ort(path, inputs, args.threads, repeat)
+        ort_rounds.append(summary)
+        for precision in args.precisions:
+            if len(ember_rounds[precision]) < len(ort_rounds) - 1:
+                continue  # it failed in an earlier round
+            summary, stderr[precision] = time_ember(args.infer, path, input_paths, args.threads, precision, repeat,
+                                                    os.path.join(case_dir, f"summary_{precision}.json"))
+            if summary is not None:
+                ember_rounds[precision].append(summary)
+    ort_summary = median_of_rounds(ort_rounds)
     ort_p50 = ort_summary["latency_ms"]["p50"]
+    runs = repeat * args.rounds
     rows, errors = [], []
     for precision in args.precisions:
-        ember_summary, stderr = time_ember(args.infer, path, input_paths, args.threads, precision, repeat,
-                                           os.path.join(case_dir, f"summary_{precision}.json"))
+        done = len(ember_rounds[precision]) == args.rounds
+        ember_summary = median_of_rounds(ember_rounds[precision]) if done else None
         head = f"| {label} | {batch} | {precision} |"
         if ember_summary is None:
-            rows.append(f"{head} failed | {format_ms(ort_p50)} | - | - | {ort_summary['throughput']['items_per_s']:.1f} | {repeat} |")
-            errors.append(f"{label} batch {batch} {precision}: {stderr}")
+            rows.append(f"{head} failed | {format_ms(ort_p50)} | - | - | {ort_summary['throughput']['items_per_s']:.1f} | {runs} |")
+            errors.append(f"{label} batch {batch} {precision}: {stderr[precision]}")
             continue
         ember_p50 = ember_summary["latency_ms"]["p50"]
         rows.append(f"{head} {format_ms(ember_p50)} | {format_ms(ort_p50)} | {ort_p50 / ember_p50:.2f} | "
-                    f"{ember_summary['throughput']['items_per_s']:.1f} | {ort_summary['throughput']['items_per_s']:.1f} | {repeat} |")
+                    f"{ember_summary['throughput']['items_per_s']:.1f} | {ort_summary['throughput']['items_per_s']:.1f} | {runs} |")
     return rows, errors
 
 
@@ -229,6 +257,9 @@ def main():
     parser.add_argument("--repeat", type=int, default=None,
                         help=f"timed runs (default: ~{TIME_BUDGET_S:g} s of ORT time, "
                              f"{MIN_REPEAT} to {MAX_REPEAT})")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="time each case this many times, alternating the engines, and report the "
+                             "median round (p50 and items/s); runs = repeat x rounds")
     parser.add_argument("--work", default=os.path.join(REPO, "build", "models"),
                         help="folder for built models and inputs")
     parser.add_argument("--build-type", default=None,
@@ -238,6 +269,8 @@ def main():
         parser.error(f"--infer {args.infer}: not an executable file")
     if args.repeat is not None and args.repeat < 1:
         parser.error("--repeat must be at least 1")
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
     args.infer = os.path.abspath(args.infer)
     args.work = os.path.abspath(args.work)
     if args.models is None:
