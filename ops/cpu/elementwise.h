@@ -76,6 +76,21 @@ void binary_map(const BroadcastPlan& p, const A* a, const B* b, Out* out, const 
   using CA = compute_t<A>;
   using CB = compute_t<B>;
   const bool full_a = p.inner_contiguous(0), full_b = p.inner_contiguous(1);
+  // Rows against one row repeated (a channels-last tensor times a per-channel scale:
+  // squeeze-excite's Mul): a loop over rows. Walked as spans, a row of 32 channels
+  // cost more to step to than to multiply (2.6x ONNX Runtime on EfficientNet's first).
+  if (p.rank == 2 && full_a && full_b && (p.strides[0][0] == 0) != (p.strides[1][0] == 0)) {
+    const int64_t inner = p.inner(), step_a = p.strides[0][0], step_b = p.strides[1][0];
+    parallel_for(p.dims[0], inner * std::max<int64_t>(cost_per_item, 1), [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        const A* x = a + r * step_a;
+        const B* y = b + r * step_b;
+        Out* z = out + r * inner;
+        for (int64_t i = 0; i < inner; ++i) z[i] = Out(f(CA(x[i]), CB(y[i])));
+      }
+    });
+    return;
+  }
   for_each_span_parallel(p, cost_per_item, [&](const int64_t* at, int64_t o, int64_t n) {
     const A* x = a + at[0];
     const B* y = b + at[1];

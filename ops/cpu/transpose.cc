@@ -69,7 +69,37 @@ class BatchedTransposeKernel final : public Kernel {
   int64_t b_, r_, s_;
 };
 
+// [B][R][S] -> [B][S][R] for a few rows R (an RGB image to channels-last): R known
+// when compiled lets GCC interleave whole vectors, where the tiled loop above moved
+// rows of 3 one element at a time (0.043 against 0.016 ms for a 224x224 image).
+template <class T, int R>
+class InterleaveRowsKernel final : public Kernel {
+ public:
+  InterleaveRowsKernel(int64_t b, int64_t s) : b_(b), s_(s) {}
+
+  void run(const RunArgs& args) const override {
+    const T* in = args.inputs[0]->data_as<T>();
+    T* out = args.outputs[0]->data_as<T>();
+    const int64_t chunks = (s_ + kChunk - 1) / kChunk;
+    parallel_for(b_ * chunks, kChunk * R, [&](int64_t begin, int64_t end) {
+      for (int64_t job = begin; job < end; ++job) {
+        const int64_t b = job / chunks, s0 = job % chunks * kChunk, s1 = std::min(s0 + kChunk, s_);
+        const T* from = in + b * R * s_;
+        T* to = out + b * R * s_;
+        for (int64_t s = s0; s < s1; ++s)
+          for (int r = 0; r < R; ++r) to[s * R + r] = from[r * s_ + s];
+      }
+    });
+  }
+
+ private:
+  static constexpr int64_t kChunk = 4096;
+  int64_t b_, s_;
+};
+
 std::unique_ptr<Kernel> make_batched_transpose(size_t elem, int64_t b, int64_t r, int64_t s) {
+  if (elem == 4 && r == 3) return std::make_unique<InterleaveRowsKernel<uint32_t, 3>>(b, s);
+  if (elem == 4 && r == 4) return std::make_unique<InterleaveRowsKernel<uint32_t, 4>>(b, s);
   switch (elem) {
     case 1: return std::make_unique<BatchedTransposeKernel<uint8_t>>(b, r, s);
     case 2: return std::make_unique<BatchedTransposeKernel<uint16_t>>(b, r, s);

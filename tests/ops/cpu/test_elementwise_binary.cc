@@ -18,6 +18,7 @@ const std::vector<ShapePair> kShapes = {
     {{2, 3, 4}, {2, 3, 4}}, {{2, 3, 4}, {}},        {{}, {5}},          {{4, 5}, {5}},
     {{4, 1}, {4, 5}},       {{3, 1, 5}, {7, 5}},    {{}, {}},           {{2, 0, 3}, {3}},
     {{1, 4, 1, 6}, {3, 1, 5, 1}}, {{7, 1}, {1, 9}}, {{5, 1, 7}, {1}},
+    {{6}, {3, 6}},          {{2, 3, 5, 8}, {1, 1, 1, 8}},  // one row against many, either side
 };
 
 using Ref = std::function<double(double, double)>;
@@ -143,7 +144,7 @@ TEST(ElementwiseBinary, LargeBroadcastSplitAcrossThreads) {
   std::mt19937 rng(11);
   for (DType dtype : {DType::Float32, DType::Int64}) {
     for (const ShapePair& s : std::vector<ShapePair>{{{3, 20001}, {20001}}, {{3, 20001}, {3, 1}},
-                                                     {{60003}, {60003}}}) {
+                                                     {{60003}, {60003}}, {{32}, {4099, 32}}}) {
       Tensor a = random_tensor(dtype, s.a, -50, 50, rng);
       Tensor b = random_tensor(dtype, s.b, -50, 50, rng);
       const auto out = evaluate_node(make_node("Sub", 2), 14, {&a, &b}, 4);

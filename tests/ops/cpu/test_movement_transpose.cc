@@ -78,6 +78,10 @@ TEST(MovementTranspose, ChannelsLastAndMatrixTransposesInTiles) {
     expect_same(run(transpose_node({0, 2, 3, 1}), 13, {&image})[0], transpose_reference(image, {0, 2, 3, 1}));
     const Tensor nhwc = random_tensor(dt, {2, 9, 7, 70}, rng);
     expect_same(run(transpose_node({0, 3, 1, 2}), 13, {&nhwc})[0], transpose_reference(nhwc, {0, 3, 1, 2}));
+    const Tensor rgb = random_tensor(dt, {2, 3, 70, 61}, rng);  // 3 and 4 channels: interleaved, in two chunks
+    expect_same(run(transpose_node({0, 2, 3, 1}), 13, {&rgb})[0], transpose_reference(rgb, {0, 2, 3, 1}));
+    const Tensor rgba = random_tensor(dt, {1, 4, 67, 65}, rng);
+    expect_same(run(transpose_node({0, 2, 3, 1}), 13, {&rgba})[0], transpose_reference(rgba, {0, 2, 3, 1}));
     const Tensor matrix = random_tensor(dt, {1, 65, 1, 33}, rng);
     expect_same(run(transpose_node({3, 1, 2, 0}), 13, {&matrix})[0], transpose_reference(matrix, {3, 1, 2, 0}));
   }
