@@ -2,6 +2,7 @@
 // com.ember NhwcConv, on oneDNN.
 #include "graph/schemas/window.h"
 #include "ops/cpu/dnnl_util.h"
+#include "ops/cpu/matrix_vector.h"
 #include "ops/cpu/parallel.h"
 #include "ops/registry.h"
 
@@ -149,6 +150,18 @@ std::string why_not_bf16(const KernelInit& init, Layout layout) {
   return "";
 }
 
+// A 1x1 convolution of one 1x1 image (squeeze-excite's, after its global pool) is a
+// matrix-vector product: every input value is one channel, every output one filter.
+bool conv_is_matrix_vector(const KernelInit& init) {
+  const Shape& w = init.inputs[1].shape;
+  const bool residual = init.inputs.size() > 3 && init.inputs[3].present();
+  if (residual || init.node.attributes.get_int_or("group", 1) != 1 || w.size() < 2) return false;
+  for (size_t d = 2; d < w.size(); ++d)
+    if (w[d] != 1) return false;
+  return shape_numel(init.inputs[0].shape) == w[1] && shape_numel(init.outputs[0].shape) == w[0] &&
+         matrix_vector_applies(init, 1, w[1], w[0]);
+}
+
 std::unique_ptr<Kernel> make_conv_in(KernelInit& init, std::string* why_not, Layout layout) {
   if (init.inputs[0].dtype == DType::BFloat16 || init.outputs[0].dtype == DType::BFloat16) {
     if (!(*why_not = why_not_bf16(init, layout)).empty()) return nullptr;
@@ -164,6 +177,7 @@ std::unique_ptr<Kernel> make_conv_in(KernelInit& init, std::string* why_not, Lay
     *why_not = "the residual input broadcasts; the fused sum needs the output's shape";
     return nullptr;
   }
+  if (conv_is_matrix_vector(init)) return make_matrix_vector_kernel(init, onnx_weights_desc(init.inputs[1].shape, 1), why_not);
   return with_fused_activation<ConvKernel>(init, why_not, layout);
 }
 

@@ -1,6 +1,7 @@
 // MatMul, Gemm and their com.ember fused forms (bias, activation) on oneDNN's matmul.
 #include "graph/schemas/shape_util.h"
 #include "ops/cpu/dnnl_util.h"
+#include "ops/cpu/matrix_vector.h"
 #include "ops/cpu/parallel.h"
 #include "ops/registry.h"
 
@@ -182,6 +183,17 @@ bool plain_bf16_matmul(const KernelInit& init, std::string* why_not) {
   return true;
 }
 
+// One row of A (every other dim of A 1, so no perm reorders its values) times a 2-D
+// constant B: the matrix-vector kernel, with B as `*b_desc`.
+bool matmul_is_matrix_vector(const KernelInit& init, memory::desc* b_desc) {
+  const auto& at = init.node.attributes;
+  StridedDims b = read_through(init.inputs[1].shape, at.get_ints_or("perm_b", {}));
+  if (b.dims.size() == 1) b = {{b.dims[0], 1}, {1, 1}};
+  if (b.dims.size() != 2 || shape_numel(init.inputs[0].shape) != b.dims[0]) return false;
+  *b_desc = b.desc(memory::data_type::f32);
+  return matrix_vector_applies(init, 1, b.dims[0], b.dims[1]);
+}
+
 std::unique_ptr<Kernel> make_matmul(KernelInit& init, std::string* why_not) {
   const bool bf16 = init.inputs[0].dtype == DType::BFloat16 || init.inputs[1].dtype == DType::BFloat16;
   if (bf16 ? !plain_bf16_matmul(init, why_not) : !float_inputs(init, why_not)) return nullptr;
@@ -189,6 +201,8 @@ std::unique_ptr<Kernel> make_matmul(KernelInit& init, std::string* why_not) {
     *why_not = "oneDNN matmul supports rank 12 at most";
     return nullptr;
   }
+  memory::desc b_desc;
+  if (matmul_is_matrix_vector(init, &b_desc)) return make_matrix_vector_kernel(init, b_desc, why_not);
   return with_fused_activation<MatMulKernel>(init, why_not);
 }
 
@@ -262,8 +276,24 @@ class GemmKernel final : public Kernel {
   std::vector<float> scaled_bias_;
 };
 
+// One row of A times constant B with alpha 1 and C, if any, a bias row added as it is
+// (a batch-1 classifier head): the matrix-vector kernel, with B as `*b_desc`.
+bool gemm_is_matrix_vector(const KernelInit& init, memory::desc* b_desc) {
+  const auto& at = init.node.attributes;
+  const int64_t m = init.outputs[0].shape[0], n = init.outputs[0].shape[1];
+  const int64_t k = shape_numel(init.inputs[0].shape) / std::max<int64_t>(m, 1);
+  const bool tb = at.get_int_or("transB", 0) != 0;
+  *b_desc = memory::desc({k, n}, memory::data_type::f32, tb ? memory::dims{1, k} : memory::dims{n, 1});
+  if (at.get_float_or("alpha", 1.f) != 1.f || !matrix_vector_applies(init, m, k, n)) return false;
+  if (init.inputs.size() < 3 || !init.inputs[2].present()) return true;
+  const Shape& c = init.inputs[2].shape;
+  return at.get_float_or("beta", 1.f) == 1.f && shape_numel(c) == n && (c.size() == 1 || (c.size() == 2 && c[0] == 1));
+}
+
 std::unique_ptr<Kernel> make_gemm(KernelInit& init, std::string* why_not) {
   if (!float_inputs(init, why_not)) return nullptr;
+  memory::desc b_desc;
+  if (gemm_is_matrix_vector(init, &b_desc)) return make_matrix_vector_kernel(init, b_desc, why_not);
   return with_fused_activation<GemmKernel>(init, why_not);
 }
 
