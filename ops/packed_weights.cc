@@ -4,11 +4,16 @@ namespace ember {
 
 std::shared_ptr<void> PackedWeights::get(const Tensor& weight, const std::string& form, size_t bytes,
                                          const Make& make, Device device) {
-  std::lock_guard lock(mutex_);
   auto key = std::make_pair(&weight, form);
-  auto it = forms_.find(key);
-  if (it == forms_.end()) it = forms_.emplace(std::move(key), Form{make(), bytes, device}).first;
-  return it->second.packed;
+  {
+    std::lock_guard lock(mutex_);
+    if (auto it = forms_.find(key); it != forms_.end()) return it->second.packed;
+  }
+  // Made outside the lock: a weight given back is packed from one of its other forms,
+  // which make() reads through forms_of (under the lock, it waited on itself forever).
+  std::shared_ptr<void> packed = make();
+  std::lock_guard lock(mutex_);
+  return forms_.emplace(std::move(key), Form{std::move(packed), bytes, device}).first->second.packed;  // the first made wins
 }
 
 std::vector<std::pair<std::string, std::shared_ptr<void>>> PackedWeights::forms_of(const Tensor& weight) const {

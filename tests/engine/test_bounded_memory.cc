@@ -290,16 +290,33 @@ TEST(BoundedMemory, EvictedPlansGiveBackTheirArenasAndLaterRunsStayCorrect) {
   EXPECT_LT(bytes_for(report, "arenas"), big_arena / 10) << report.to_string();
 }
 
+// A batch first: its weights are packed for oneDNN and the originals given back. A
+// single row then needs them as rows (ops/cpu/matrix_vector.h), made from that packed
+// form. (Making a form while holding the packed-weight cache's lock hung here.)
+TEST(BoundedMemory, ASingleRowAfterABatchIsPackedFromTheGivenBackWeights) {
+  const std::string model = write_mlp_model();
+  Session session(model, {.num_threads = 1});
+  Session reference(model, {.num_threads = 1, .optimization = GraphOptimization::None});
+  const Tensor batch = random_input(2, 8, 7), row = random_input(1, 1, 8);
+  expect_near(run(session, batch)[0], run(reference, batch)[0], 1e-4f);
+  EXPECT_NE(session.memory_report().to_string().find("0.0 MiB  cpu weights"), std::string::npos)
+      << "the originals were not given back: " << session.memory_report().to_string();
+  expect_near(run(session, row)[0], run(reference, row)[0], 1e-4f);
+  expect_near(run(session, batch)[0], run(reference, batch)[0], 1e-4f);
+}
+
 // A service that sees a thousand shapes (batch 1-2, sequence lengths 1-500) stays flat
 // once its caches are full: the plans are bounded, the weights packed once, evicted
 // plans' arenas given back. The reference is the process after the largest shape and
 // enough others to fill the plan cache and oneDNN's primitive cache (each cached plan
-// holds its kernels' JIT code).
+// holds its kernels' JIT code), and one single row, whose products keep their weights
+// in a form of their own (ops/cpu/matrix_vector.h), made once.
 TEST(BoundedMemory, AThousandShapesStayWithinTheMemoryOfTheLargest) {
   const std::string model = write_mlp_model();
   malloc_trim(0);  // what earlier tests freed must not count as this session's
   const int64_t before = resident_bytes();
   Session session(model, {.num_threads = 1, .plan_cache_max_plans = 8});
+  run(session, random_input(1, 1, 5));
   for (int64_t s = 500; s > 460; --s) run(session, random_input(2, s, 5));
   const int64_t warm = resident_bytes() - before;
   for (int64_t i = 0; i < 1000; ++i) run(session, random_input(1 + i / 500, 1 + (i * 7) % 500, 6));
