@@ -1,6 +1,6 @@
 // Asked by the engine of the graph (keep_bf16_between_convs): whether a com.ember
-// node's fused activation runs inside its oneDNN primitive, as a post-op, rather than as
-// a pass over the primitive's float32 output afterwards.
+// node's fused activation runs inside its oneDNN primitive, as a post-op, when the
+// output is bfloat16, rather than only as a pass over a float32 output afterwards.
 #pragma once
 
 #include "graph/graph.h"

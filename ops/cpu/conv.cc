@@ -44,7 +44,8 @@ memory::desc stored_desc(const Shape& shape, Layout layout, bool bf16) {
 
 class ConvKernel final : public Kernel {
  public:
-  ConvKernel(KernelInit& init, const ew::Activation& act, Layout layout) : activation_(act) {
+  ConvKernel(KernelInit& init, const ew::Activation& act, Layout layout)
+      : activation_(act, init.outputs[0].dtype == DType::BFloat16) {
     const Shape& x = init.inputs[0].shape;
     const Shape& w = init.inputs[1].shape;
     const int64_t group = init.node.attributes.get_int_or("group", 1);
@@ -145,7 +146,7 @@ std::string why_not_bf16(const KernelInit& init, Layout layout) {
   ew::Activation act;
   std::string why;
   if (init.outputs[0].dtype == DType::BFloat16 && fused_activation_of(init.node, &act, &why) &&
-      !FusedActivation(act).in_primitive())
+      !FusedActivation(act, /*bfloat16_output=*/true).in_primitive())
     return "a bfloat16 output needs its activation applied inside oneDNN";
   return "";
 }

@@ -144,17 +144,19 @@ bool dnnl_eltwise(const ew::Activation& act, dnnl::algorithm* alg, float* alpha)
 
 }  // namespace
 
-FusedActivation::FusedActivation(const ew::Activation& act) : act_(act) {
+FusedActivation::FusedActivation(const ew::Activation& act, bool bfloat16_output) : act_(act) {
   dnnl::algorithm alg = dnnl::algorithm::undef;
   float alpha = 0.f;
-  by_dnnl_ = act.kind == ew::Activation::Kind::None || act.is(ew::UnaryFunction::HardSigmoid) ||
-             dnnl_eltwise(act, &alg, &alpha);
+  fast_swish_ = !bfloat16_output && (act.is(ew::UnaryFunction::Swish) || act.is(ew::UnaryFunction::QuickGelu)) &&
+                act.params.alpha > 0.f;
+  by_dnnl_ = !fast_swish_ && (act.kind == ew::Activation::Kind::None || act.is(ew::UnaryFunction::HardSigmoid) ||
+                              dnnl_eltwise(act, &alg, &alpha));
 }
 
 bool activation_in_primitive(const Node& node) {
   ew::Activation act;
   std::string why_not;
-  return fused_activation_of(node, &act, &why_not) && FusedActivation(act).in_primitive();
+  return fused_activation_of(node, &act, &why_not) && FusedActivation(act, /*bfloat16_output=*/true).in_primitive();
 }
 
 void FusedActivation::append_to(dnnl::post_ops& ops) const {
@@ -174,6 +176,10 @@ void FusedActivation::append_to(dnnl::post_ops& ops) const {
 
 void FusedActivation::apply_after(float* y, int64_t n) const {
   if (by_dnnl_) return;
+  if (fast_swish_) {
+    parallel_for(n, 8, [&](int64_t b, int64_t e) { fast_swish(act_.params.alpha, y + b, y + b, e - b); });
+    return;
+  }
   const bool vector = act_.kind == ew::Activation::Kind::Function && has_vector_form(act_.function);
   parallel_for(n, vector ? 8 : 20, [&](int64_t b, int64_t e) {
     if (vector) {

@@ -62,10 +62,14 @@ int dnnl_threads_for(int num_threads, double flops);
 // The fused activation of a com.ember node (graph/elementwise_table.h reads it), split
 // between oneDNN and ember: appended as oneDNN post-ops where oneDNN has the function;
 // any other table function is `after` the primitive, a pass over its float32 output.
+// x sigmoid(alpha x) (SiLU, QuickGelu) is after too unless the output is bfloat16 (which
+// only a post-op writes): oneDNN 2.6's swish post-op cost as much as the convolution
+// itself on EfficientNet-B0's layers, and the primitive without it plus a fast_swish
+// pass (ops/cpu/vector_math.h) took 18-23% less over them (batch 8 and 1).
 class FusedActivation {
  public:
   FusedActivation() = default;
-  explicit FusedActivation(const ew::Activation& act);
+  explicit FusedActivation(const ew::Activation& act, bool bfloat16_output = false);
 
   void append_to(dnnl::post_ops& ops) const;
   void apply_after(float* y, int64_t n) const;  // a no-op when oneDNN applies it
@@ -73,7 +77,7 @@ class FusedActivation {
 
  private:
   ew::Activation act_;
-  bool by_dnnl_ = true;
+  bool by_dnnl_ = true, fast_swish_ = false;
 };
 
 // K(init, activation, extra...) for a node whose fused activation the table knows;

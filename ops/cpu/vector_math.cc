@@ -14,6 +14,7 @@ namespace ember {
   namespace vecmath::isa {                                                                             \
   bool unary(ew::UnaryFunction f, const ew::Params& p, const float* x, float* y, int64_t n);           \
   float exp_shifted_sum(const float* x, const float* shift, int64_t shift_step, float* y, int64_t n);  \
+  void fast_swish(float alpha, const float* x, float* y, int64_t n);                                   \
   }
 EMBER_VM_DECLARE(scalar)
 EMBER_VM_DECLARE(avx2)
@@ -76,6 +77,16 @@ void vector_unary(CpuIsa isa, ew::UnaryFunction f, const ew::Params& p, const fl
 void vector_unary(ew::UnaryFunction f, const ew::Params& p, const float* x, float* y, int64_t n) {
   vector_unary(cpu_isa(), f, p, x, y, n);
 }
+
+void fast_swish(CpuIsa isa, float alpha, const float* x, float* y, int64_t n) {
+  switch (isa) {
+    case CpuIsa::Avx512: vecmath::avx512::fast_swish(alpha, x, y, n); return;
+    case CpuIsa::Avx2: vecmath::avx2::fast_swish(alpha, x, y, n); return;
+    case CpuIsa::Scalar: vecmath::scalar::fast_swish(alpha, x, y, n); return;
+  }
+}
+
+void fast_swish(float alpha, const float* x, float* y, int64_t n) { fast_swish(cpu_isa(), alpha, x, y, n); }
 
 float exp_shifted_sum(const float* x, const float* shift, int64_t shift_step, float* y, int64_t n) {
   switch (cpu_isa()) {

@@ -160,6 +160,35 @@ TEST(VectorMath, OddLengthsAndInPlaceWriteExactlyN) {
   }
 }
 
+// fast_swish: 3 ulp where |x sigmoid(alpha x)| >= 1e-36 / alpha; below, a result under
+// that in magnitude with the right sign (or zero). Specials as the header says.
+TEST(VectorMath, FastSwishWithinItsBoundAtEveryLevel) {
+  static const std::vector<float> x = sweep_inputs();
+  for (float alpha : {1.f, 1.702f, 0.5f}) {
+    const Case c{"fast_swish", F::Swish, alpha,
+                 [alpha](double v) { return v == -kInf ? -0.0 : v * sigmoid_ref(double(alpha) * v); },  // -inf: the limit
+                 [](double) { return 3.0; }};
+    const double tiny = 1e-36 / alpha;
+    for (CpuIsa isa : levels()) {
+      std::vector<float> y(x.size());
+      fast_swish(isa, alpha, x.data(), y.data(), static_cast<int64_t>(x.size()));
+      std::vector<float> kept_x, kept_y;  // the results the ulp bound covers
+      for (size_t i = 0; i < x.size(); ++i) {
+        const double ref = c.reference(x[i]);
+        if (std::isnan(ref) || std::fabs(ref) >= tiny) {
+          kept_x.push_back(x[i]);
+          kept_y.push_back(y[i]);
+        } else {
+          EXPECT_TRUE(std::fabs(y[i]) < tiny && !(y[i] > 0 && ref < 0)) << "x = " << x[i] << ": " << y[i];
+        }
+      }
+      const Worst w = measure(c, kept_x, kept_y);
+      EXPECT_EQ(w.over, 0) << "alpha " << alpha << " at " << isa_name(isa) << ": worst " << w.ulps << " ulp at x = " << w.at;
+      std::printf("  fast_swish alpha %.3f %-7s max %.2f ulp (at %g)\n", alpha, isa_name(isa), w.ulps, double(w.at));
+    }
+  }
+}
+
 TEST(VectorMath, ExpShiftedSumMatchesDouble) {
   for (int64_t n : {1, 5, 16, 100, 1001}) {
     std::vector<float> x(n), shift(n), y(n);
