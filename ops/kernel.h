@@ -104,6 +104,9 @@ class Kernel {
   // State a run context keeps for this kernel, made when the context first binds the
   // plan (not in steady state); most kernels need none.
   virtual std::unique_ptr<KernelState> make_state() const { return nullptr; }
+  // Which of the op's implementations on this device the factory chose, where it has
+  // several (--explain prints it); nullptr for the op's one or usual implementation.
+  virtual const char* variant() const { return nullptr; }
 };
 
 // A kernel that is a plain function of its arguments.

@@ -35,8 +35,9 @@ std::string format_bytes(size_t bytes) {
 void explain_steps(std::ostringstream& os, const Plan& plan, const std::string& indent) {
   for (size_t s = 0; s < plan.steps.size(); ++s) {
     const PlannedStep& step = plan.steps[s];
-    os << indent << "#" << s << " " << step.device.to_string() << " " << step.node_label << " [" << step.kernel
-       << "]\n" << indent << "    in:";
+    os << indent << "#" << s << " " << step.device.to_string() << " " << step.node_label << " [" << step.kernel << "]";
+    if (const char* variant = step.kernel_impl ? step.kernel_impl->variant() : nullptr) os << " as " << variant;
+    os << "\n" << indent << "    in:";
     for (int id : step.inputs) os << " " << where(plan, id);
     os << "\n" << indent << "    out:";
     for (int id : step.outputs) os << " " << where(plan, id);

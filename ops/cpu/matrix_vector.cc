@@ -50,6 +50,8 @@ class MatrixVectorKernel final : public Kernel {
     weights_ = packed_constant(init, 1, stored, rows);
   }
 
+  const char* variant() const override { return "matrix-vector"; }
+
   void run(const RunArgs& args) const override {
     const float* x = args.inputs[0]->data_as<float>();
     const float* bias = has_bias_ ? args.inputs[2]->data_as<float>() : nullptr;

@@ -303,6 +303,9 @@ TEST(BoundedMemory, ASingleRowAfterABatchIsPackedFromTheGivenBackWeights) {
       << "the originals were not given back: " << session.memory_report().to_string();
   expect_near(run(session, row)[0], run(reference, row)[0], 1e-4f);
   expect_near(run(session, batch)[0], run(reference, batch)[0], 1e-4f);
+  // --explain names the implementation the single row's products got.
+  EXPECT_NE(session.explain(std::span<const Tensor>(&row, 1)).find("as matrix-vector"), std::string::npos);
+  EXPECT_EQ(session.explain(std::span<const Tensor>(&batch, 1)).find("as matrix-vector"), std::string::npos);
 }
 
 // A service that sees a thousand shapes (batch 1-2, sequence lengths 1-500) stays flat
