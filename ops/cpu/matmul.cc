@@ -190,6 +190,8 @@ bool matmul_is_matrix_vector(const KernelInit& init, memory::desc* b_desc) {
   StridedDims b = read_through(init.inputs[1].shape, at.get_ints_or("perm_b", {}));
   if (b.dims.size() == 1) b = {{b.dims[0], 1}, {1, 1}};
   if (b.dims.size() != 2 || shape_numel(init.inputs[0].shape) != b.dims[0]) return false;
+  const bool bias = init.inputs.size() > 2 && init.inputs[2].present();
+  if (bias && shape_numel(init.inputs[2].shape) != b.dims[1]) return false;  // the kernel reads n biases
   *b_desc = b.desc(memory::data_type::f32);
   return matrix_vector_applies(init, 1, b.dims[0], b.dims[1]);
 }

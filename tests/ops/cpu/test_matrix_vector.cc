@@ -35,6 +35,21 @@ TEST(MatrixVector, MatMulOfOneRowAgainstConstantWeights) {
     }
 }
 
+// The bias shapes the fusion passes write: [N], [1, N], [1, 1, N].
+TEST(MatrixVector, FusedMatMulWithBiasAndActivation) {
+  const Tensor x = random_floats({1, 1, 37}, 15), w = random_floats({37, 13}, 16);
+  for (const Shape& bias_shape : {Shape{13}, Shape{1, 13}, Shape{1, 1, 13}}) {
+    const Tensor bias = random_floats(bias_shape, 17);
+    Node node = make_node("FusedMatMul", 3, 1, {}, "com.ember");
+    set_activation(node, {"Relu", {}});
+    std::vector<float> want = reference(x, w, false, &bias);
+    for (float& v : want) v = activate("Relu", {}, v);
+    SCOPED_TRACE(shape_to_string(bias_shape));
+    expect_close(run_node(node, 1, {&x, &w, &bias}, 2)[0], want, kRtol, kAtol);
+    expect_close(run_node_runtime_inputs(node, 1, {&x, &w, &bias})[0], want, kRtol, kAtol);
+  }
+}
+
 TEST(MatrixVector, GemmWithTransposedWeightsAndBiasRows) {
   const Node with_bias = make_node("Gemm", 3), without = make_node("Gemm", 2);
   for (const auto& [k, n] : kSizes)
