@@ -376,7 +376,8 @@ void Session::Impl::return_context(std::unique_ptr<RunContext> context, uint64_t
 
 // The graph passes the options ask for. Channels-last layouts are for the CPU's float32
 // and bf16 convolutions and CUDA's float16 and bfloat16 ones (cuDNN's tensor cores read
-// NHWC);
+// NHWC), blocked ones for the CPU's float32 convolutions where they pay
+// (graph/passes/channels_last.cc; bf16 sessions keep bfloat16 between NHWC convs);
 // strided matmul operands are the CPU kernels' (the CUDA ones pick their own).
 void Session::Impl::optimize() {
   if (options.optimization == GraphOptimization::None) return;
@@ -388,7 +389,11 @@ void Session::Impl::optimize() {
     fold_constants(graph, cpu_node_evaluator());
     eliminate_dead_code(graph);
   } else {
-    optimize_graph(graph, cpu_node_evaluator(), for_cpu, cuda_half);
+    // EMBER_CPU_LAYOUT=channels-last: the float32 layouts of before the blocked one, to
+    // compare against or to work around it.
+    const char* layout = std::getenv("EMBER_CPU_LAYOUT");
+    const bool blocked = for_cpu && options.precision != "bf16" && !(layout && std::string(layout) == "channels-last");
+    optimize_graph(graph, cpu_node_evaluator(), for_cpu, cuda_half, blocked);
     // bf16 convolutions read bfloat16 anyway: between two of them the value stays so,
     // instead of a float32 write and a reorder back at the reader.
     if (for_cpu && options.precision == "bf16") keep_bf16_between_convs(graph, activation_in_primitive);

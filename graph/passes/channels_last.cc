@@ -1,16 +1,22 @@
-// Layout planning for the CPU: 2-D convolutions run channels-last (NHWC), where
-// oneDNN's direct kernels are, and the pooling, elementwise and concat nodes fed by
-// them follow, so that a chain of them keeps one layout. Every value keeps its true
-// shape: an NHWC value is a separate value named "<plain name>/nhwc", and the layout
-// changes are ordinary Transpose nodes, placed where a plain (NCHW) reader needs them
-// and cancelled against the model's own transposes (ConvNeXt writes them around its
-// LayerNorms). Back-transposes nobody reads are left to eliminate_dead_code.
+// Layout planning for the CPU: 2-D convolutions run channels-last (NHWC) or, in
+// float32 sessions of networks built of 1x1 and depthwise convolutions, in oneDNN's
+// blocked layout (N x C/8 x H x W x 8, nChw8c) while they are narrow; the pooling,
+// elementwise and concat nodes fed by them follow, so that a chain of them keeps one
+// layout. oneDNN's direct kernels are in both (in NCHW it has only a GEMM fallback).
+// Every value keeps its true shape: an NHWC value is a separate value named "<plain
+// name>/nhwc", a blocked one "<plain name>/blocked", and the layout changes are ordinary
+// nodes (Transpose; com.ember ToBlocked and FromBlocked) placed where a reader needs
+// another layout. NHWC conversions cancel against the model's own transposes (ConvNeXt
+// writes them around its LayerNorms). Conversions nobody reads are left to
+// eliminate_dead_code.
 #include "graph/elementwise_table.h"
 #include "graph/passes/graph_edit.h"
 #include "graph/passes/passes.h"
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 
 namespace ember {
@@ -25,12 +31,22 @@ bool is_transpose(const Node& n, const std::vector<int64_t>& perm) {
          n.attributes.get_ints_or("perm", {}) == perm;
 }
 
-// A constant operand of a broadcasting op, rank <= 4, as the NHWC operand needs it:
-// padded to rank 4 with leading ones (ONNX broadcasting aligns the trailing dims),
-// then transposed.
-Tensor to_channels_last(const Tensor& c) {
+// The layouts a value can be held in besides plain NCHW.
+enum class Form { Last, Blocked };
+
+const char* suffix(Form f) { return f == Form::Last ? "/nhwc" : "/blocked"; }
+
+// A constant operand of a broadcasting op, rank <= 4, padded to rank 4 with leading
+// ones (ONNX broadcasting aligns the trailing dims).
+Shape padded_to_rank4(const Tensor& c) {
   Shape s = c.shape();
   s.insert(s.begin(), 4 - s.size(), 1);
+  return s;
+}
+
+// That constant as the NHWC operand needs it: transposed.
+Tensor to_channels_last(const Tensor& c) {
+  const Shape s = padded_to_rank4(c);
   const Shape out_shape{s[0], s[2], s[3], s[1]};
   Tensor out(c.dtype(), out_shape);
   const size_t elem = dtype_bytes(c.dtype(), 1);
@@ -41,6 +57,23 @@ Tensor to_channels_last(const Tensor& c) {
       for (int64_t w = 0; w < s[3]; ++w)
         for (int64_t ch = 0; ch < s[1]; ++ch, ++at)
           std::memcpy(to + at * elem, from + (((n * s[1] + ch) * s[2] + h) * s[3] + w) * elem, elem);
+  return out;
+}
+
+// As a blocked operand: [N, C/b, H, W, b], or [N, 1, H, W, 1] when it has one channel
+// (it broadcasts over them either way).
+Tensor to_blocked(const Tensor& c, int64_t block) {
+  const Shape s = padded_to_rank4(c);
+  const int64_t b = s[1] == 1 ? 1 : block, groups = s[1] / b, plane = s[2] * s[3];
+  Tensor out(c.dtype(), {s[0], groups, s[2], s[3], b});
+  const size_t elem = dtype_bytes(c.dtype(), 1);
+  const auto* from = static_cast<const char*>(c.data());
+  auto* to = static_cast<char*>(out.data());
+  for (int64_t n = 0, at = 0; n < s[0]; ++n)
+    for (int64_t g = 0; g < groups; ++g)
+      for (int64_t i = 0; i < plane; ++i)
+        for (int64_t k = 0; k < b; ++k, ++at)
+          std::memcpy(to + at * elem, from + ((n * s[1] + g * b + k) * plane + i) * elem, elem);
   return out;
 }
 
@@ -60,11 +93,69 @@ void rename_values(Node& node, const std::unordered_map<std::string, std::string
   node.attributes.set(kDecompositionAttribute, std::move(copy));
 }
 
+Node new_layout_node(const std::string& name, const char* op, const std::string& from, const std::string& to) {
+  Node n = new_node(name, op, {from}, to);
+  n.domain = "com.ember";
+  return n;
+}
+
 enum class Role { None, Conv, Pool, Elementwise, Concat };
 
-class ChannelsLast {
+// A convolution with constant float32 4-D weights (a 2-D convolution).
+bool planar_conv(const Graph& graph, const Node& n) {
+  if (!((n.domain.empty() && n.op_type == "Conv") || (n.domain == "com.ember" && n.op_type == "FusedConv"))) return false;
+  auto w = n.inputs.size() > 1 ? graph.initializers.find(n.inputs[1]) : graph.initializers.end();
+  return w != graph.initializers.end() && w->second.dtype() == DType::Float32 && w->second.rank() == 4;
+}
+
+// Whether a planar convolution can run blocked by `block`: whole blocks of filters,
+// and of input channels per group (a depthwise conv's one channel per group counts:
+// its groups run a block at a time). Without groups, input channels that do not fill
+// blocks are read plain (a first convolution's image; squeeze-excite's expansion of
+// 10 reduced channels).
+bool blocked_conv(const Graph& graph, const Node& n, int64_t block) {
+  const Shape& w = graph.initializers.at(n.inputs[1]).shape();
+  const int64_t group = n.attributes.get_int_or("group", 1);
+  if (group < 1 || w[0] % block != 0) return false;
+  if (group == 1) return true;
+  const bool depthwise = w[1] == 1 && w[0] == group;
+  return depthwise ? group % block == 0 : w[1] % block == 0 && (w[0] / group) % block == 0;
+}
+
+// The blocked layout's block: 8 channels. oneDNN 2.6's nChw8c kernels (jit_1x1,
+// jit_dw; AVX2) beat its NHWC ones (brgconv_1x1, brdgmm_dw; AVX-512) on narrow 1x1 and
+// depthwise convolutions and lose on wide ones; its nChw16c kernels were no faster than
+// NHWC on any layer measured, and 16 does not divide narrow layers' 24, 40 or 72.
+constexpr int64_t kBlock = 8;
+
+// Convolutions with at most this many input and output channels run blocked; wider
+// ones channels-last. On MobileNetV3's 112->672 and 160->960 1x1 convs at 14x14 and 7x7
+// the nChw8c kernels took 10-40% longer than NHWC's brgconv; on its and MobileNetV2's
+// 16..192-channel layers at 112x112 to 28x28 up to 45% less at batch 8.
+constexpr int64_t kNarrowChannels = 256;
+
+// Whether a graph plans blocked layouts at all: where it is built of 1x1 and depthwise
+// convolutions (MobileNet, EfficientNet and their kin), apart from a stem reading fewer
+// channels than a block. Dense 3x3 convolutions ran 5-15% slower in nChw8c than NHWC
+// (ResNet-50's 64- and 128-channel ones at batch 8), and a model that transposes to NHWC
+// itself (ConvNeXt's LayerNorms read channels-last) is best left to NHWC convolutions,
+// which cancel those transposes.
+int64_t block_size_for(const Graph& graph) {
+  for (const Node& n : graph.nodes) {
+    if (is_transpose(n, kToLast) || is_transpose(n, kToFirst)) return 0;
+    if (!planar_conv(graph, n)) continue;
+    const Shape& w = graph.initializers.at(n.inputs[1]).shape();
+    const int64_t group = n.attributes.get_int_or("group", 1);
+    const bool depthwise = group > 1 && w[1] == 1 && w[0] == group;
+    const bool pointwise = w[2] == 1 && w[3] == 1;
+    if (!depthwise && !pointwise && w[1] * group >= kBlock) return 0;
+  }
+  return kBlock;
+}
+
+class LayoutPlanner {
  public:
-  explicit ChannelsLast(Graph& graph) : graph_(graph) {}
+  LayoutPlanner(Graph& graph, int64_t block) : graph_(graph), block_(block) {}
 
   int run() {
     std::vector<Node> nodes = std::move(graph_.nodes);
@@ -81,24 +172,29 @@ class ChannelsLast {
       if (auto it = alias_.find(in); it != alias_.end()) in = it->second;
     // The model's own transposes: NHWC -> NCHW of `a` means `a` is the NHWC form of its
     // output; NCHW -> NHWC of a value with an NHWC form is that form.
-    if (is_transpose(node, kToFirst)) last_.emplace(node.outputs[0], node.inputs[0]);
-    if (is_transpose(node, kToLast) && last_.count(node.inputs[0]))
-      alias_[node.outputs[0]] = last_.at(node.inputs[0]);
+    if (is_transpose(node, kToFirst)) forms_[node.outputs[0]][Form::Last] = node.inputs[0];
+    if (is_transpose(node, kToLast) && has_form(node.inputs[0], Form::Last))
+      alias_[node.outputs[0]] = forms_.at(node.inputs[0]).at(Form::Last);
     const Role role = role_of(node);
-    if (role != Role::None && convertible(node, role)) return convert(node, original, role);
+    if (role != Role::None) {
+      const std::optional<Form> form = form_for(node, role);
+      if (form && convertible(node, role, *form)) return convert(node, original, role, *form);
+    }
     graph_.nodes.push_back(std::move(node));
+  }
+
+  bool has_form(const std::string& v, Form f) const {
+    auto it = forms_.find(v);
+    return it != forms_.end() && it->second.count(f);
   }
 
   Role role_of(const Node& n) const {
     if (n.outputs.empty()) return Role::None;
+    if (planar_conv(graph_, n)) return Role::Conv;
     const bool standard = n.domain.empty();
-    if ((standard && n.op_type == "Conv") || (n.domain == "com.ember" && n.op_type == "FusedConv")) {
-      auto w = n.inputs.size() > 1 ? graph_.initializers.find(n.inputs[1]) : graph_.initializers.end();
-      const bool planar = w != graph_.initializers.end() && w->second.dtype() == DType::Float32 && w->second.rank() == 4;
-      return planar ? Role::Conv : Role::None;
-    }
     if (!standard) return unary_table_op(n) ? Role::Elementwise : Role::None;
     const std::string& op = n.op_type;
+    if (op == "Conv") return Role::None;
     if (op == "MaxPool") return n.outputs.size() == 1 || n.outputs[1].empty() ? Role::Pool : Role::None;
     if (op == "AveragePool" || op == "GlobalAveragePool" || op == "GlobalMaxPool") return Role::Pool;
     if (op == "Concat") return Role::Concat;
@@ -124,75 +220,137 @@ class ChannelsLast {
     return at;
   }
 
-  // A convolution always runs channels-last; the others follow an NHWC input, and
+  // A narrow convolution runs blocked where it can, unless its input is channels-last
+  // already: a network goes blocked from its stem and channels-last at its first wide
+  // convolution, and stays so (ResNet's bottlenecks, narrow between wide ones, would
+  // otherwise convert twice per block). A convolution that cannot fit blocks stays
+  // plain where its input is blocked (squeeze-excite's reduction of a pooled 1x1 image
+  // to 10 channels: one small conversion instead of two). The other nodes follow their
+  // first input that has a form.
+  std::optional<Form> form_for(const Node& n, Role role) const {
+    if (role == Role::Conv) {
+      const Shape& w = graph_.initializers.at(n.inputs[1]).shape();
+      const bool narrow = std::max(w[0], w[1] * n.attributes.get_int_or("group", 1)) <= kNarrowChannels;
+      const bool input_last = has_form(n.inputs[0], Form::Last) && !has_form(n.inputs[0], Form::Blocked);
+      const bool blockable = block_ > 0 && blocked_conv(graph_, n, block_);
+      if (blockable && narrow && !input_last) return Form::Blocked;
+      if (!blockable && has_form(n.inputs[0], Form::Blocked)) return std::nullopt;
+      return Form::Last;
+    }
+    for (size_t i : data_inputs(n, role)) {
+      if (has_form(n.inputs[i], Form::Blocked)) return Form::Blocked;
+      if (has_form(n.inputs[i], Form::Last)) return Form::Last;
+    }
+    return Form::Last;
+  }
+
+  // A blocked convolution reads a plain X when its channels do not fill blocks.
+  bool reads_plain_x(const Node& n, Role role, Form form) const {
+    if (role != Role::Conv || form != Form::Blocked) return false;
+    const Shape& w = graph_.initializers.at(n.inputs[1]).shape();
+    return (w[1] * n.attributes.get_int_or("group", 1)) % block_ != 0;
+  }
+
+  // Whether constant `c` can stand beside values in `form`.
+  bool constant_fits(const Tensor& c, Role role, Form form) const {
+    if (c.rank() > 4) return false;
+    const bool whole_bytes = dtype_bytes(c.dtype(), 8) == 8 * dtype_bytes(c.dtype(), 1);
+    if (!whole_bytes || ((role == Role::Concat || role == Role::Conv) && c.rank() != 4)) return false;
+    if (form == Form::Last || c.numel() == 1) return true;
+    const int64_t channels = padded_to_rank4(c)[1];
+    return channels % block_ == 0 || (channels == 1 && role != Role::Concat);
+  }
+
+  // A convolution always runs in its form; the others follow an input held in it, and
   // take constants beside it, but not another plain value of unknown rank.
-  bool convertible(const Node& n, Role role) const {
+  bool convertible(const Node& n, Role role, Form form) const {
     for (size_t k = 1; k < n.outputs.size(); ++k)
       if (!n.outputs[k].empty()) return false;
     if (role == Role::Concat) {
       const int64_t axis = n.attributes.get_int_or("axis", 1);
-      if (axis < -4 || axis > 3) return false;
+      if (axis < -4 || axis > 3 || (form == Form::Blocked && axis != 1 && axis != -3)) return false;
     }
-    bool any_last = false;
+    bool any_in_form = false;
     for (size_t i : data_inputs(n, role)) {
       const std::string& v = n.inputs[i];
-      const bool last = last_.count(v) != 0;
-      any_last = any_last || last;
-      if (last || (role == Role::Conv && i == 0)) continue;
+      const bool in_form = has_form(v, form);
+      any_in_form = any_in_form || in_form;
+      if (in_form || (role == Role::Conv && i == 0)) continue;
       auto c = graph_.initializers.find(v);
-      if (c == graph_.initializers.end() || c->second.rank() > 4) return false;
-      const bool whole_bytes = dtype_bytes(c->second.dtype(), 8) == 8 * dtype_bytes(c->second.dtype(), 1);
-      if (!whole_bytes || ((role == Role::Concat || role == Role::Conv) && c->second.rank() != 4)) return false;
+      if (c == graph_.initializers.end() || !constant_fits(c->second, role, form)) return false;
     }
-    return any_last || role == Role::Conv;
+    return any_in_form || role == Role::Conv;
   }
 
-  // The name holding `v` channels-last, made now if needed: a transposed copy of a
-  // constant, or a Transpose node (a convolution's plain input).
-  std::string last_form(const std::string& v) {
-    if (auto it = last_.find(v); it != last_.end()) return it->second;
+  // The name holding `v` in `form`, made now if needed: a converted copy of a constant,
+  // or a conversion node (a convolution's plain input).
+  std::string form_of(const std::string& v, Form form) {
+    if (has_form(v, form)) return forms_.at(v).at(form);
     auto c = graph_.initializers.find(v);
+    const std::string name = v + suffix(form);
     if (c != graph_.initializers.end()) {
       if (c->second.numel() == 1) return v;  // broadcasts the same either way
-      const std::string name = v + "/nhwc";
-      if (!graph_.initializers.count(name)) graph_.initializers.emplace(name, to_channels_last(c->second));
+      if (!graph_.initializers.count(name))
+        graph_.initializers.emplace(name, form == Form::Last ? to_channels_last(c->second) : to_blocked(c->second, block_));
       return name;
     }
-    const std::string name = v + "/nhwc";
-    graph_.nodes.push_back(new_transpose(name + "/transpose", v, name, kToLast));
-    last_[v] = name;
+    if (form == Form::Last && has_form(v, Form::Blocked)) {  // one pass, not through plain
+      Node n = new_layout_node(name + "/convert", "FromBlocked", forms_.at(v).at(Form::Blocked), name);
+      n.attributes.set_int("channels_last", 1);
+      graph_.nodes.push_back(std::move(n));
+    } else {
+      graph_.nodes.push_back(to_form(name + "/convert", v, name, form));
+    }
+    forms_[v][form] = name;
     return name;
   }
 
-  void convert(Node node, const Node& original, Role role) {
-    for (size_t i : data_inputs(original, role)) node.inputs[i] = last_form(node.inputs[i]);
+  // Nodes converting plain `from` into `form` as `to`, and back.
+  Node to_form(const std::string& name, const std::string& from, const std::string& to, Form form) const {
+    if (form == Form::Last) return new_transpose(name, from, to, kToLast);
+    Node n = new_layout_node(name, "ToBlocked", from, to);
+    n.attributes.set_int("block", block_);
+    return n;
+  }
+  static Node to_plain(const std::string& name, const std::string& from, const std::string& to, Form form) {
+    return form == Form::Last ? new_transpose(name, from, to, kToFirst) : new_layout_node(name, "FromBlocked", from, to);
+  }
+
+  void convert(Node node, const Node& original, Role role, Form form) {
+    const bool plain_x = reads_plain_x(original, role, form);
+    for (size_t i : data_inputs(original, role))
+      if (!(plain_x && i == 0)) node.inputs[i] = form_of(node.inputs[i], form);
     const std::string plain_out = node.outputs[0];
-    node.outputs = {plain_out + "/nhwc"};
+    node.outputs = {plain_out + suffix(form)};
     if (role == Role::Conv || role == Role::Pool) {
       node.domain = "com.ember";
-      node.op_type = "Nhwc" + (role == Role::Conv ? std::string("Conv") : node.op_type);
-      attach_fallback(node, original, role);
+      const char* prefix = form == Form::Last ? "Nhwc" : "Blocked";
+      node.op_type = prefix + (role == Role::Conv ? std::string("Conv") : node.op_type);
+      if (role == Role::Conv && form == Form::Blocked) node.attributes.set_int("block", block_);
+      attach_fallback(node, original, role, form, plain_x);
     }
-    if (role == Role::Concat) {
+    if (role == Role::Concat && form == Form::Last) {
       static const int64_t kLastAxis[4] = {0, 3, 1, 2};  // an NCHW axis's place in NHWC
       const int64_t axis = node.attributes.get_int_or("axis", 1);
       node.attributes.set_int("axis", kLastAxis[axis < 0 ? axis + 4 : axis]);
     }
-    last_[plain_out] = node.outputs[0];
+    if (role == Role::Concat && form == Form::Blocked) node.attributes.set_int("axis", 1);  // the channel blocks
+    forms_[plain_out][form] = node.outputs[0];
     graph_.nodes.push_back(std::move(node));
-    graph_.nodes.push_back(new_transpose(plain_out + "/transpose", plain_out + "/nhwc", plain_out, kToFirst));
+    graph_.nodes.push_back(to_plain(plain_out + "/to_plain", plain_out + suffix(form), plain_out, form));
     ++converted_;
   }
 
-  // What the planner runs where no kernel takes the NHWC node (a residual that
-  // broadcasts, a pool oneDNN lacks): the original node between transposes.
-  void attach_fallback(Node& converted, const Node& original, Role role) {
+  // What the planner runs where no kernel takes the converted node (a residual that
+  // broadcasts, a pool oneDNN lacks): the original node between conversions.
+  void attach_fallback(Node& converted, const Node& original, Role role, Form form, bool plain_x) {
     auto parts = std::make_shared<Graph>();
     parts->opset_imports = graph_.opset_imports;
     std::unordered_map<std::string, std::string> plain;
     for (size_t i : data_inputs(original, role)) {
+      if (plain_x && i == 0) continue;
       const std::string fresh = converted.outputs[0] + "/fallback_in" + std::to_string(i);
-      parts->nodes.push_back(new_transpose(fresh + "/transpose", converted.inputs[i], fresh, kToFirst));
+      parts->nodes.push_back(to_plain(fresh + "/convert", converted.inputs[i], fresh, form));
       plain[original.inputs[i]] = fresh;
     }
     const std::string fresh_out = converted.outputs[0] + "/fallback_out";
@@ -200,7 +358,7 @@ class ChannelsLast {
     Node node = original;
     rename_values(node, plain);
     parts->nodes.push_back(std::move(node));
-    parts->nodes.push_back(new_transpose(converted.outputs[0] + "/transpose", fresh_out, converted.outputs[0], kToLast));
+    parts->nodes.push_back(to_form(converted.outputs[0] + "/convert", fresh_out, converted.outputs[0], form));
     copy_initializers_read(graph_, *parts);
     Attribute a;
     a.kind = Attribute::Kind::Graph;
@@ -209,13 +367,16 @@ class ChannelsLast {
   }
 
   Graph& graph_;
-  std::unordered_map<std::string, std::string> last_;   // value -> the value holding it NHWC
+  int64_t block_;  // 0: no blocked layout
+  std::unordered_map<std::string, std::unordered_map<Form, std::string>> forms_;  // value -> its other forms
   std::unordered_map<std::string, std::string> alias_;  // value -> the value read in its place
   int converted_ = 0;
 };
 
 }  // namespace
 
-int plan_channels_last(Graph& graph) { return ChannelsLast(graph).run(); }
+int plan_channels_last(Graph& graph) { return LayoutPlanner(graph, 0).run(); }
+
+int plan_cpu_layouts(Graph& graph) { return LayoutPlanner(graph, block_size_for(graph)).run(); }
 
 }  // namespace ember

@@ -72,6 +72,12 @@ int fuse_elementwise(Graph& graph);
 // cancel against the model's own. Each Nhwc node's decomposition is its original
 // between transposes. Returns how many nodes went channels-last.
 int plan_channels_last(Graph& graph);
+// The same for the CPU's float32 sessions, blocked where the convolutions allow: they
+// become com.ember BlockedConv (oneDNN's nChw8c / nChw16c) and the nodes they feed
+// Blocked* forms, with ToBlocked / FromBlocked where a value changes layout; a graph
+// with no convolution that fits a block, or with NHWC transposes of its own, is planned
+// channels-last as above. Returns how many nodes changed layout.
+int plan_cpu_layouts(Graph& graph);
 
 // All of the above in order; `evaluate` folds constants. `for_cpu`: the graph runs on
 // the CPU with float32 values, so the passes only its kernels follow run too
@@ -80,7 +86,10 @@ int plan_channels_last(Graph& graph);
 // attention kernel).
 // `channels_last`: plan_channels_last for a graph that is not for the CPU too (CUDA
 // float16 sessions: cuDNN's tensor-core convolutions read NHWC); for_cpu implies it.
-void optimize_graph(Graph& graph, const NodeEvaluator& evaluate, bool for_cpu = false, bool channels_last = false);
+// `blocked`: with for_cpu, plan_cpu_layouts instead (float32 CPU sessions; bf16 ones
+// keep bfloat16 between channels-last convolutions).
+void optimize_graph(Graph& graph, const NodeEvaluator& evaluate, bool for_cpu = false, bool channels_last = false,
+                    bool blocked = false);
 
 // A question the engine answers about a node from its kernels (graph/ never reaches
 // into ops/).

@@ -1,6 +1,6 @@
 // Schemas of the dense ops: convolutions (DeformConv too), pooling, batch norm, MatMul
 // and Gemm, their com.ember fused forms (same inference as the base op), and the
-// channels-last forms of convolution and pooling.
+// channels-last and blocked forms of convolution and pooling.
 #include "graph/schema.h"
 #include "graph/schemas/window.h"
 
@@ -11,12 +11,15 @@ namespace ember {
 
 namespace {
 
-// N, then C and the spatial dims in the layout's order.
-Shape batched_shape(int64_t n, int64_t c, const Shape& spatial, Layout layout) {
+// N, then C and the spatial dims in the layout's order (blocked: C as C / block blocks
+// of `block` channels; the caller checks that they divide).
+Shape batched_shape(int64_t n, int64_t c, const Shape& spatial, Layout layout, int64_t block = 0) {
   Shape y{n};
   if (layout == Layout::ChannelsFirst) y.push_back(c);
+  if (layout == Layout::ChannelsBlocked) y.push_back(c / block);
   y.insert(y.end(), spatial.begin(), spatial.end());
   if (layout == Layout::ChannelsLast) y.push_back(c);
+  if (layout == Layout::ChannelsBlocked) y.push_back(block);
   return y;
 }
 
@@ -26,7 +29,8 @@ const Shape& batched_input(const InferContext& ctx) {
   return x;
 }
 
-std::vector<TensorType> infer_conv_in(const InferContext& ctx, Layout layout) {
+// X in layout `layout`, Y in `out_layout` (blocked by `block`).
+std::vector<TensorType> infer_conv_in(const InferContext& ctx, Layout layout, Layout out_layout, int64_t block = 0) {
   const Shape& x = batched_input(ctx);
   const Shape& w = ctx.input(1).shape;
   const Shape kernel = conv_kernel_shape(ctx.node, w);
@@ -37,20 +41,44 @@ std::vector<TensorType> infer_conv_in(const InferContext& ctx, Layout layout) {
   if (ctx.has_input(2) && ctx.input(2).shape != Shape{w[0]})
     ctx.fail("B must have shape [" + std::to_string(w[0]) + "], got " + shape_to_string(ctx.input(2).shape));
   const WindowGeometry g = forward_window(ctx.node, spatial_dims(x, layout), kernel, false);
-  Shape y = batched_shape(x[0], w[0], g.out, layout);
+  Shape y = batched_shape(x[0], w[0], g.out, out_layout, block);
   // FusedConv's residual Z may broadcast like Add: its kernel then declines, and the
   // planner runs the node's decomposition instead.
   if (ctx.has_input(3)) y = broadcast_shapes(y, ctx.input(3).shape, ctx);
   return {{ctx.input(0).dtype, y}};
 }
 
-std::vector<TensorType> infer_conv(const InferContext& ctx) { return infer_conv_in(ctx, Layout::ChannelsFirst); }
+std::vector<TensorType> infer_conv(const InferContext& ctx) {
+  return infer_conv_in(ctx, Layout::ChannelsFirst, Layout::ChannelsFirst);
+}
+
+// The block size of a blocked value [N, C/b, D1.., b], checked.
+int64_t block_of(const InferContext& ctx, const Shape& x) {
+  if (x.size() < 4 || (x.back() != 8 && x.back() != 16))
+    ctx.fail("X must be blocked, N x C/b x D1 .. x b with b = 8 or 16, got " + shape_to_string(x));
+  return x.back();
+}
+
+// com.ember BlockedConv: Y is blocked by the node's `block` (8 or 16). X is blocked
+// too, or plain N x C x D1.. where its channels do not fill whole blocks (a first
+// convolution's three colours); its rank tells which (W's rank plus one when blocked).
+std::vector<TensorType> infer_blocked_conv(const InferContext& ctx) {
+  const Shape& x = batched_input(ctx);
+  const Shape& w = ctx.input(1).shape;
+  const int64_t block = ctx.node.attributes.get_int_or("block", 0);
+  if (block != 8 && block != 16) ctx.fail("block must be 8 or 16, got " + std::to_string(block));
+  if (w.size() < 3 || w[0] % block != 0)
+    ctx.fail("W " + shape_to_string(w) + " must have a multiple of " + std::to_string(block) + " filters");
+  const bool x_blocked = x.size() == w.size() + 1;
+  if (x_blocked) block_of(ctx, x);
+  return infer_conv_in(ctx, x_blocked ? Layout::ChannelsBlocked : Layout::ChannelsFirst, Layout::ChannelsBlocked, block);
+}
 // bf16 CPU sessions keep values between channels-last convolutions in bfloat16
 // (keep_bf16_between_convs): X may be bfloat16 beside float32 weights, and
 // "output_bf16" makes the output bfloat16. Otherwise the output is X's type (a CUDA
 // bf16 session's convolutions are bfloat16 throughout, weights too).
 std::vector<TensorType> infer_nhwc_conv(const InferContext& ctx) {
-  std::vector<TensorType> y = infer_conv_in(ctx, Layout::ChannelsLast);
+  std::vector<TensorType> y = infer_conv_in(ctx, Layout::ChannelsLast, Layout::ChannelsLast);
   const bool x_bf16 = ctx.input(0).dtype == DType::BFloat16;
   const bool out_bf16 = ctx.node.attributes.get_int_or("output_bf16", 0) != 0;
   if (x_bf16 && !out_bf16 && ctx.input(1).dtype == DType::BFloat16) return y;
@@ -118,7 +146,7 @@ Shape pool_output(const InferContext& ctx, Layout layout) {
   if (!ctx.node.attributes.has("kernel_shape")) ctx.fail("kernel_shape is required");
   const WindowGeometry g = forward_window(ctx.node, spatial_dims(x, layout), ctx.node.attributes.get_ints("kernel_shape"),
                                           ctx.node.attributes.get_int_or("ceil_mode", 0) != 0);
-  return batched_shape(x[0], channels_of(x, layout), g.out, layout);
+  return batched_shape(x[0], channels_of(x, layout), g.out, layout, layout == Layout::ChannelsBlocked ? x.back() : 0);
 }
 
 std::vector<TensorType> infer_pool(const InferContext& ctx) {
@@ -136,6 +164,11 @@ std::vector<TensorType> infer_nhwc_pool(const InferContext& ctx) {
   return {{ctx.input(0).dtype, pool_output(ctx, Layout::ChannelsLast)}};
 }
 
+std::vector<TensorType> infer_blocked_pool(const InferContext& ctx) {
+  block_of(ctx, ctx.input(0).shape);
+  return {{ctx.input(0).dtype, pool_output(ctx, Layout::ChannelsBlocked)}};
+}
+
 std::vector<TensorType> infer_global_pool(const InferContext& ctx) {
   Shape y = batched_input(ctx);
   std::fill(y.begin() + 2, y.end(), 1);
@@ -145,6 +178,13 @@ std::vector<TensorType> infer_global_pool(const InferContext& ctx) {
 std::vector<TensorType> infer_nhwc_global_pool(const InferContext& ctx) {
   Shape y = batched_input(ctx);
   std::fill(y.begin() + 1, y.end() - 1, 1);
+  return {{ctx.input(0).dtype, y}};
+}
+
+std::vector<TensorType> infer_blocked_global_pool(const InferContext& ctx) {
+  Shape y = ctx.input(0).shape;
+  block_of(ctx, y);
+  std::fill(y.begin() + 2, y.end() - 1, 1);
   return {{ctx.input(0).dtype, y}};
 }
 
@@ -232,6 +272,11 @@ EMBER_SCHEMA("NhwcMaxPool", "com.ember", infer_nhwc_pool);
 EMBER_SCHEMA("NhwcAveragePool", "com.ember", infer_nhwc_pool);
 EMBER_SCHEMA("NhwcGlobalAveragePool", "com.ember", infer_nhwc_global_pool);
 EMBER_SCHEMA("NhwcGlobalMaxPool", "com.ember", infer_nhwc_global_pool);
+EMBER_SCHEMA("BlockedConv", "com.ember", infer_blocked_conv);
+EMBER_SCHEMA("BlockedMaxPool", "com.ember", infer_blocked_pool);
+EMBER_SCHEMA("BlockedAveragePool", "com.ember", infer_blocked_pool);
+EMBER_SCHEMA("BlockedGlobalAveragePool", "com.ember", infer_blocked_global_pool);
+EMBER_SCHEMA("BlockedGlobalMaxPool", "com.ember", infer_blocked_global_pool);
 EMBER_SCHEMA("MatMul", "", infer_matmul);
 EMBER_SCHEMA("FusedMatMul", "com.ember", infer_matmul);
 EMBER_SCHEMA("Gemm", "", infer_gemm);

@@ -9,16 +9,20 @@
 
 namespace ember {
 
-// Where the channels are: ONNX's N x C x D1.. (first), or the N x D1.. x C of
-// com.ember's Nhwc* ops, which the CPU's layout planning (graph/passes/channels_last)
-// puts in place of convolutions and pooling (last).
-enum class Layout { ChannelsFirst, ChannelsLast };
+// Where the channels are: ONNX's N x C x D1.. (first); the N x D1.. x C of com.ember's
+// Nhwc* ops (last); or the N x C/b x D1.. x b of its Blocked* ops (blocked: channels in
+// groups of b, each group's planes with b channels interleaved, oneDNN's nChw8c and
+// nChw16c; the last dim is b). The CPU's layout planning (graph/passes/channels_last)
+// puts those in place of convolutions and pooling.
+enum class Layout { ChannelsFirst, ChannelsLast, ChannelsBlocked };
 
 inline Shape spatial_dims(const Shape& s, Layout layout) {
-  return layout == Layout::ChannelsFirst ? Shape(s.begin() + 2, s.end()) : Shape(s.begin() + 1, s.end() - 1);
+  if (layout == Layout::ChannelsFirst) return Shape(s.begin() + 2, s.end());
+  return layout == Layout::ChannelsLast ? Shape(s.begin() + 1, s.end() - 1) : Shape(s.begin() + 2, s.end() - 1);
 }
 inline int64_t channels_of(const Shape& s, Layout layout) {
-  return layout == Layout::ChannelsFirst ? s[1] : s.back();
+  if (layout == Layout::ChannelsFirst) return s[1];
+  return layout == Layout::ChannelsLast ? s.back() : s[1] * s.back();
 }
 
 struct WindowGeometry {

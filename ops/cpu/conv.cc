@@ -1,5 +1,5 @@
-// Conv, com.ember FusedConv (bias, residual sum, activation) and its channels-last form
-// com.ember NhwcConv, on oneDNN.
+// Conv, com.ember FusedConv (bias, residual sum, activation) and its channels-last and
+// blocked forms com.ember NhwcConv and BlockedConv, on oneDNN.
 #include "graph/schemas/window.h"
 #include "ops/cpu/dnnl_util.h"
 #include "ops/cpu/matrix_vector.h"
@@ -26,15 +26,14 @@ memory::desc onnx_weights_desc(const Shape& w, int64_t group) {
   return plain_f32_desc(dims);
 }
 
-// How a tensor is stored, and what the primitive is asked for: a channels-last tensor
-// as it is; an NCHW one lets the primitive pick its layout, reordered in and out.
-// (oneDNN runs NCHW itself only through its GEMM fallback, whose post-ops are slow: a
-// 1x1 conv with a residual sum and ReLU took 7x the time of the same conv in NHWC.)
-memory::desc tensor_desc(const Shape& shape, Layout layout) {
-  return layout == Layout::ChannelsLast ? channels_last_f32_desc(shape) : plain_f32_desc(shape);
-}
+// How a tensor is stored, and what the primitive is asked for: a channels-last or
+// blocked tensor as it is; an NCHW one lets the primitive pick its layout, reordered in
+// and out. (oneDNN runs NCHW itself only through its GEMM fallback, whose post-ops are
+// slow: a 1x1 conv with a residual sum and ReLU took 7x the time of the same conv in
+// NHWC.)
+memory::desc tensor_desc(const Shape& shape, Layout layout) { return f32_desc_in(shape, layout); }
 memory::desc primitive_desc_for(const Shape& shape, Layout layout) {
-  return layout == Layout::ChannelsLast ? channels_last_f32_desc(shape) : any_layout(plain_f32_desc(shape));
+  return layout == Layout::ChannelsFirst ? any_layout(plain_f32_desc(shape)) : f32_desc_in(shape, layout);
 }
 // A channels-last value as stored: bfloat16 between convolutions in bf16 sessions
 // (keep_bf16_between_convs), float32 otherwise.
@@ -44,7 +43,8 @@ memory::desc stored_desc(const Shape& shape, Layout layout, bool bf16) {
 
 class ConvKernel final : public Kernel {
  public:
-  ConvKernel(KernelInit& init, const ew::Activation& act, Layout layout)
+  // X in `layout`, Y and the residual in `y_layout`.
+  ConvKernel(KernelInit& init, const ew::Activation& act, Layout layout, Layout y_layout)
       : activation_(act, init.outputs[0].dtype == DType::BFloat16) {
     const Shape& x = init.inputs[0].shape;
     const Shape& w = init.inputs[1].shape;
@@ -57,7 +57,7 @@ class ConvKernel final : public Kernel {
 
     const Shape& y = init.outputs[0].shape;
     const memory::desc stored_src = stored_desc(x, layout, init.inputs[0].dtype == DType::BFloat16);
-    const memory::desc stored_dst = stored_desc(y, layout, output_bf16_);
+    const memory::desc stored_dst = stored_desc(y, y_layout, output_bf16_);
     bias_md_ = has_bias_ ? plain_f32_desc({w[0]}) : memory::desc();
     const memory::desc plain_w = onnx_weights_desc(w, group);
     memory::dims dilations;
@@ -75,7 +75,7 @@ class ConvKernel final : public Kernel {
         dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
         computed_as(primitive_desc_for(x, layout), math),
         const_weights ? computed_as(any_layout(plain_w), math) : plain_w, bias_md_,
-        output_bf16_ ? stored_dst : primitive_desc_for(y, layout), to_dnnl_dims(g.strides), dilations,
+        output_bf16_ ? stored_dst : primitive_desc_for(y, y_layout), to_dnnl_dims(g.strides), dilations,
         to_dnnl_dims(g.pads_begin), to_dnnl_dims(g.pads_end));
     const dnnl::convolution_forward::primitive_desc pd(desc, make_dnnl_attr(ops), dnnl_engine());
     prim_ = dnnl::convolution_forward(pd);
@@ -87,7 +87,7 @@ class ConvKernel final : public Kernel {
 
     to_src_ = DnnlReorder(stored_src, src_md_);
     // The float32 residual goes into dst as dst's type (rounded to bfloat16 there).
-    if (has_residual_) to_dst_ = DnnlReorder(tensor_desc(y, layout), dst_md_);
+    if (has_residual_) to_dst_ = DnnlReorder(tensor_desc(y, y_layout), dst_md_);
     from_dst_ = DnnlReorder(dst_md_, stored_dst);
     WorkspaceLayout ws;
     ws.take(std::max({scratchpad_bytes(pd), to_src_.scratchpad(), to_dst_.scratchpad(), from_dst_.scratchpad()}));
@@ -163,14 +163,14 @@ bool conv_is_matrix_vector(const KernelInit& init) {
          matrix_vector_applies(init, 1, w[1], w[0]);
 }
 
-std::unique_ptr<Kernel> make_conv_in(KernelInit& init, std::string* why_not, Layout layout) {
+std::unique_ptr<Kernel> make_conv_in(KernelInit& init, std::string* why_not, Layout layout, Layout y_layout) {
   if (init.inputs[0].dtype == DType::BFloat16 || init.outputs[0].dtype == DType::BFloat16) {
     if (!(*why_not = why_not_bf16(init, layout)).empty()) return nullptr;
   } else {
     for (size_t i = 0; i < init.inputs.size(); ++i)
       if (init.inputs[i].present() && !(*why_not = float32_only(init, i)).empty()) return nullptr;
   }
-  if (init.inputs[0].shape.size() > 5) {
+  if (spatial_dims(init.inputs[0].shape, layout).size() > 3) {
     *why_not = "oneDNN convolutions have at most 3 spatial dims";
     return nullptr;
   }
@@ -179,14 +179,19 @@ std::unique_ptr<Kernel> make_conv_in(KernelInit& init, std::string* why_not, Lay
     return nullptr;
   }
   if (conv_is_matrix_vector(init)) return make_matrix_vector_kernel(init, onnx_weights_desc(init.inputs[1].shape, 1), why_not);
-  return with_fused_activation<ConvKernel>(init, why_not, layout);
+  return with_fused_activation<ConvKernel>(init, why_not, layout, y_layout);
 }
 
 std::unique_ptr<Kernel> make_conv(KernelInit& init, std::string* why_not) {
-  return make_conv_in(init, why_not, Layout::ChannelsFirst);
+  return make_conv_in(init, why_not, Layout::ChannelsFirst, Layout::ChannelsFirst);
 }
 std::unique_ptr<Kernel> make_nhwc_conv(KernelInit& init, std::string* why_not) {
-  return make_conv_in(init, why_not, Layout::ChannelsLast);
+  return make_conv_in(init, why_not, Layout::ChannelsLast, Layout::ChannelsLast);
+}
+// X is blocked when its rank is W's plus one, else plain (graph/schemas/dense.cc).
+std::unique_ptr<Kernel> make_blocked_conv(KernelInit& init, std::string* why_not) {
+  const bool x_blocked = init.inputs[0].shape.size() == init.inputs[1].shape.size() + 1;
+  return make_conv_in(init, why_not, x_blocked ? Layout::ChannelsBlocked : Layout::ChannelsFirst, Layout::ChannelsBlocked);
 }
 
 }  // namespace
@@ -198,6 +203,8 @@ EMBER_KERNEL("Conv", "", 1, kMaxOpset, DeviceKind::Cpu, dense_factory<make_conv>
 EMBER_KERNEL_FLAGS("FusedConv", "com.ember", 1, kMaxOpset, DeviceKind::Cpu, dense_factory<make_conv>,
                    KernelFlags{.overwrites_input = 3});
 EMBER_KERNEL_FLAGS("NhwcConv", "com.ember", 1, kMaxOpset, DeviceKind::Cpu, dense_factory<make_nhwc_conv>,
+                   KernelFlags{.overwrites_input = 3});
+EMBER_KERNEL_FLAGS("BlockedConv", "com.ember", 1, kMaxOpset, DeviceKind::Cpu, dense_factory<make_blocked_conv>,
                    KernelFlags{.overwrites_input = 3});
 
 }  // namespace ember

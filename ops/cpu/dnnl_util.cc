@@ -88,6 +88,24 @@ dnnl::memory::desc channels_last_f32_desc(const Shape& shape) {
   return {to_dnnl_dims(dims), dnnl::memory::data_type::f32, t};
 }
 
+dnnl::memory::desc blocked_f32_desc(const Shape& shape) {
+  using tag = dnnl::memory::format_tag;
+  const int64_t block = shape.empty() ? 0 : shape.back();
+  if (shape.size() < 4 || shape.size() > 6 || (block != 8 && block != 16))
+    throw Error("a blocked tensor is [N, C/b, D1.., b] with 1 to 3 spatial dims and b = 8 or 16, got shape " +
+                shape_to_string(shape));
+  Shape dims{shape[0], shape[1] * block};
+  dims.insert(dims.end(), shape.begin() + 2, shape.end() - 1);
+  static const tag k8[] = {tag::nCw8c, tag::nChw8c, tag::nCdhw8c};
+  static const tag k16[] = {tag::nCw16c, tag::nChw16c, tag::nCdhw16c};
+  return {to_dnnl_dims(dims), dnnl::memory::data_type::f32, (block == 8 ? k8 : k16)[shape.size() - 4]};
+}
+
+dnnl::memory::desc f32_desc_in(const Shape& shape, Layout layout) {
+  if (layout == Layout::ChannelsLast) return channels_last_f32_desc(shape);
+  return layout == Layout::ChannelsBlocked ? blocked_f32_desc(shape) : plain_f32_desc(shape);
+}
+
 dnnl::memory::desc computed_as(const dnnl::memory::desc& md, DenseMath math) {
   if (math == DenseMath::Float32) return md;
   dnnl::memory::desc retyped = md;  // oneDNN 2.x: the C descriptor is a plain struct

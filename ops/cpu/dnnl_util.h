@@ -4,6 +4,7 @@
 #pragma once
 
 #include "graph/elementwise_table.h"
+#include "graph/schemas/window.h"
 #include "ops/kernel.h"
 
 #include <ember/core/tensor.h>
@@ -32,6 +33,11 @@ dnnl::memory::desc any_layout(const dnnl::memory::desc& md);
 // A channels-last tensor [N, D1.., C] (com.ember's Nhwc* ops) as oneDNN describes it:
 // dims in N, C, D1.. order, format nwc / nhwc / ndhwc (the same bytes).
 dnnl::memory::desc channels_last_f32_desc(const Shape& shape);
+// A blocked tensor [N, C/b, D1.., b] (com.ember's Blocked* ops, b = 8 or 16) as oneDNN
+// describes it: dims N, C, D1.., format nCw8c / nChw8c / nCdhw8c or the 16c forms.
+dnnl::memory::desc blocked_f32_desc(const Shape& shape);
+// A float32 tensor stored in `layout` (graph/schemas/window.h).
+dnnl::memory::desc f32_desc_in(const Shape& shape, Layout layout);
 
 // `md` as the primitive computes it: itself, or with bfloat16 elements in the same
 // dims and layout under DenseMath::BFloat16 (the caller reorders float32 into it).

@@ -76,19 +76,34 @@ void binary_map(const BroadcastPlan& p, const A* a, const B* b, Out* out, const 
   using CA = compute_t<A>;
   using CB = compute_t<B>;
   const bool full_a = p.inner_contiguous(0), full_b = p.inner_contiguous(1);
-  // Rows against one row repeated (a channels-last tensor times a per-channel scale:
-  // squeeze-excite's Mul): a loop over rows. Walked as spans, a row of 32 channels
-  // cost more to step to than to multiply (2.6x ONNX Runtime on EfficientNet's first).
-  if (p.rank == 2 && full_a && full_b && (p.strides[0][0] == 0) != (p.strides[1][0] == 0)) {
-    const int64_t inner = p.inner(), step_a = p.strides[0][0], step_b = p.strides[1][0];
-    parallel_for(p.dims[0], inner * std::max<int64_t>(cost_per_item, 1), [&](int64_t begin, int64_t end) {
-      for (int64_t r = begin; r < end; ++r) {
-        const A* x = a + r * step_a;
-        const B* y = b + r * step_b;
-        Out* z = out + r * inner;
-        for (int64_t i = 0; i < inner; ++i) z[i] = Out(f(CA(x[i]), CB(y[i])));
-      }
-    });
+  // Rows against one row repeated (a channels-last tensor times a per-channel scale,
+  // squeeze-excite's Mul: [N, HW, C] * [N, 1, C]; blocked, [N C/b, HW, b] * [N C/b, 1, b]):
+  // a loop over rows. Walked as spans, a row of 32 channels cost more to step to than to
+  // multiply (2.6x ONNX Runtime on EfficientNet's first).
+  const int mid = p.rank - 2;  // the dim one input repeats
+  if ((p.rank == 2 || p.rank == 3) && full_a && full_b && (p.strides[0][mid] == 0) != (p.strides[1][mid] == 0)) {
+    const int64_t rows = p.dims[mid], inner = p.inner(), outer = p.rank == 3 ? p.dims[0] : 1;
+    const int64_t outer_a = p.rank == 3 ? p.strides[0][0] : 0, outer_b = p.rank == 3 ? p.strides[1][0] : 0;
+    const int64_t step_a = p.strides[0][mid], step_b = p.strides[1][mid];
+    // A row length known when compiled (a block of 8 or 16 channels) is one vector op.
+    auto rows_of = [&](auto width) {
+      const int64_t n = width() ? width() : inner;
+      parallel_for(outer * rows, n * std::max<int64_t>(cost_per_item, 1), [&](int64_t begin, int64_t end) {
+        for (int64_t o = begin / rows, m = begin % rows, r = begin; r < end; ++o, m = 0) {
+          const A* x = a + o * outer_a;
+          const B* y = b + o * outer_b;
+          for (; m < rows && r < end; ++m, ++r) {
+            const A* xr = x + m * step_a;
+            const B* yr = y + m * step_b;
+            Out* z = out + r * n;
+            for (int64_t i = 0; i < (width() ? width() : n); ++i) z[i] = Out(f(CA(xr[i]), CB(yr[i])));
+          }
+        }
+      });
+    };
+    if (inner == 8) rows_of([] { return int64_t{8}; });
+    else if (inner == 16) rows_of([] { return int64_t{16}; });
+    else rows_of([] { return int64_t{0}; });
     return;
   }
   for_each_span_parallel(p, cost_per_item, [&](const int64_t* at, int64_t o, int64_t n) {

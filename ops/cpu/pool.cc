@@ -1,9 +1,9 @@
 // MaxPool, AveragePool, LpPool, GlobalAveragePool and GlobalMaxPool, and the
-// channels-last com.ember Nhwc* forms of all but LpPool. oneDNN runs the common cases;
+// channels-last and blocked com.ember Nhwc* and Blocked* forms of all but LpPool. oneDNN runs the common cases;
 // a direct loop covers what it lacks in NCHW (MaxPool's Indices, LpPool, and
 // count_include_pad averages whose ceil_mode windows run past the explicit padding,
-// which ONNX does not count). A channels-last pool oneDNN cannot run is declined: the
-// planner runs its decomposition (transposes around the NCHW pool).
+// which ONNX does not count). A channels-last or blocked pool oneDNN cannot run is
+// declined: the planner runs its decomposition (conversions around the NCHW pool).
 #include "graph/schemas/window.h"
 #include "ops/cpu/dnnl_util.h"
 #include "ops/cpu/parallel.h"
@@ -109,9 +109,8 @@ class LoopPoolKernel final : public Kernel {
 class DnnlPoolKernel final : public Kernel {
  public:
   DnnlPoolKernel(KernelInit& init, dnnl::algorithm alg, const WindowGeometry& g, const Shape& pads_end, Layout layout) {
-    const bool last = layout == Layout::ChannelsLast;
-    src_md_ = last ? channels_last_f32_desc(init.inputs[0].shape) : plain_f32_desc(init.inputs[0].shape);
-    dst_md_ = last ? channels_last_f32_desc(init.outputs[0].shape) : plain_f32_desc(init.outputs[0].shape);
+    src_md_ = f32_desc_in(init.inputs[0].shape, layout);
+    dst_md_ = f32_desc_in(init.outputs[0].shape, layout);
     dnnl::memory::dims dilations;
     for (int64_t d : g.dilations) dilations.push_back(d - 1);
     const double ops = static_cast<double>(shape_numel(init.outputs[0].shape)) * static_cast<double>(shape_numel(g.kernel));
@@ -159,7 +158,7 @@ std::unique_ptr<Kernel> make_pool(KernelInit& init, std::string* why_not, PoolKi
   const bool int8 = kind == PoolKind::Max && (dtype == DType::Int8 || dtype == DType::UInt8);
   if (!int8 && !(*why_not = float32_only(init, 0)).empty()) return nullptr;
   const Shape& x = init.inputs[0].shape;
-  if (x.size() > 5) {
+  if (spatial_dims(x, layout).size() > 3) {
     *why_not = "pooling supports at most 3 spatial dims";
     return nullptr;
   }
@@ -176,8 +175,8 @@ std::unique_ptr<Kernel> make_pool(KernelInit& init, std::string* why_not, PoolKi
   bool extended = false;
   const Shape pads_end = dnnl_pads_end(g, spatial_dims(x, layout), &extended);
   const bool loop = kind == PoolKind::Lp || want_indices || (kind == PoolKind::Average && count_pad && extended);
-  if (layout == Layout::ChannelsLast && (loop || int8)) {
-    *why_not = "oneDNN cannot run this channels-last pool (indices, int8, or count_include_pad past the padding)";
+  if (layout != Layout::ChannelsFirst && (loop || int8)) {
+    *why_not = "oneDNN cannot run this channels-last or blocked pool (indices, int8, or count_include_pad past the padding)";
     return nullptr;
   }
   if (dtype == DType::Int8) return std::make_unique<LoopPoolKernel<int8_t>>(kind, g, x, count_pad, p, col_major);
@@ -203,6 +202,12 @@ std::unique_ptr<Kernel> make_nhwc_max_pool(KernelInit& init, std::string* why_no
 }
 std::unique_ptr<Kernel> make_nhwc_average_pool(KernelInit& init, std::string* why_not) {
   return make_pool(init, why_not, PoolKind::Average, Layout::ChannelsLast);
+}
+std::unique_ptr<Kernel> make_blocked_max_pool(KernelInit& init, std::string* why_not) {
+  return make_pool(init, why_not, PoolKind::Max, Layout::ChannelsBlocked);
+}
+std::unique_ptr<Kernel> make_blocked_average_pool(KernelInit& init, std::string* why_not) {
+  return make_pool(init, why_not, PoolKind::Average, Layout::ChannelsBlocked);
 }
 
 // Global pooling: one reduction per (n, c) plane, memory-bound, so a plain loop.
@@ -258,6 +263,33 @@ std::unique_ptr<Kernel> make_nhwc_global_pool(KernelInit& init, std::string* why
   return std::make_unique<FunctionKernel>(&nhwc_global_pool<Max>);
 }
 
+// Blocked, N x C/b x D.. x b: each block of b channels sums its planes a row of b
+// (one vector) at a time.
+template <bool Max, int B>
+void blocked_global_pool(const RunArgs& args) {
+  const Tensor& x = *args.inputs[0];
+  const int64_t groups = x.shape()[0] * x.shape()[1], size = x.numel() / std::max<int64_t>(groups * B, 1);
+  const float* xp = x.data_as<float>();
+  float* y = args.outputs[0]->data_as<float>();
+  parallel_for(groups, size * B, [&](int64_t b, int64_t e) {
+    for (int64_t g = b; g < e; ++g) {
+      float acc[B];
+      std::fill(acc, acc + B, Max ? -std::numeric_limits<float>::infinity() : 0.f);
+      const float* v = xp + g * size * B;
+      for (int64_t i = 0; i < size; ++i, v += B)
+        for (int k = 0; k < B; ++k) acc[k] = Max ? std::max(acc[k], v[k]) : acc[k] + v[k];
+      for (int k = 0; k < B; ++k) y[g * B + k] = Max ? acc[k] : acc[k] / static_cast<float>(size);
+    }
+  });
+}
+
+template <bool Max>
+std::unique_ptr<Kernel> make_blocked_global_pool(KernelInit& init, std::string* why_not) {
+  if (!(*why_not = float32_only(init, 0)).empty()) return nullptr;
+  return std::make_unique<FunctionKernel>(init.inputs[0].shape.back() == 8 ? &blocked_global_pool<Max, 8>
+                                                                           : &blocked_global_pool<Max, 16>);
+}
+
 }  // namespace
 
 EMBER_KERNEL("MaxPool", "", 1, kMaxOpset, DeviceKind::Cpu, dense_factory<make_max_pool>);
@@ -270,5 +302,11 @@ EMBER_KERNEL("NhwcAveragePool", "com.ember", 1, kMaxOpset, DeviceKind::Cpu, dens
 EMBER_KERNEL("NhwcGlobalAveragePool", "com.ember", 1, kMaxOpset, DeviceKind::Cpu,
              dense_factory<make_nhwc_global_pool<false>>);
 EMBER_KERNEL("NhwcGlobalMaxPool", "com.ember", 1, kMaxOpset, DeviceKind::Cpu, dense_factory<make_nhwc_global_pool<true>>);
+EMBER_KERNEL("BlockedMaxPool", "com.ember", 1, kMaxOpset, DeviceKind::Cpu, dense_factory<make_blocked_max_pool>);
+EMBER_KERNEL("BlockedAveragePool", "com.ember", 1, kMaxOpset, DeviceKind::Cpu, dense_factory<make_blocked_average_pool>);
+EMBER_KERNEL("BlockedGlobalAveragePool", "com.ember", 1, kMaxOpset, DeviceKind::Cpu,
+             dense_factory<make_blocked_global_pool<false>>);
+EMBER_KERNEL("BlockedGlobalMaxPool", "com.ember", 1, kMaxOpset, DeviceKind::Cpu,
+             dense_factory<make_blocked_global_pool<true>>);
 
 }  // namespace ember

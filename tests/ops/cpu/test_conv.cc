@@ -1,4 +1,5 @@
-// Conv, FusedConv and NhwcConv (with its bfloat16 values) against a direct-loop convolution.
+// Conv, FusedConv, NhwcConv (with its bfloat16 values) and BlockedConv against a
+// direct-loop convolution.
 #include "test_conv_util.h"
 
 #include <ember/core/float16.h>
@@ -181,6 +182,84 @@ TEST(FusedConv, PointwiseWithResidual) {
   std::vector<float> want = reference_conv(x, w, &b, p, {2, 4, 5, 3});
   for (size_t i = 0; i < want.size(); ++i) want[i] = std::max(0.f, want[i] + z.data_as<float>()[i]);
   expect_close(y[0], want, kRtol, kAtol);
+}
+
+// An N x C x D.. float32 tensor in the blocked layout N x C/b x D.. x b, and back.
+Tensor blocked(const Tensor& plain, int64_t b) {
+  const Shape& s = plain.shape();
+  const int64_t plane = shape_numel(s) / (s[0] * s[1]);
+  Shape shape{s[0], s[1] / b};
+  shape.insert(shape.end(), s.begin() + 2, s.end());
+  shape.push_back(b);
+  Tensor t(DType::Float32, shape);
+  for (int64_t n = 0, at = 0; n < s[0]; ++n)
+    for (int64_t g = 0; g < s[1] / b; ++g)
+      for (int64_t i = 0; i < plane; ++i)
+        for (int64_t k = 0; k < b; ++k, ++at)
+          t.data_as<float>()[at] = plain.data_as<float>()[(n * s[1] + g * b + k) * plane + i];
+  return t;
+}
+std::vector<float> blocked(const std::vector<float>& plain, const Shape& shape, int64_t b) {
+  Tensor t(DType::Float32, shape);
+  std::copy(plain.begin(), plain.end(), t.data_as<float>());
+  return values_of(blocked(t, b));
+}
+
+// BlockedConv: X blocked (or plain where its channels do not fill blocks), Y and the
+// residual blocked by the node's `block`; bias, residual and activation as FusedConv.
+void check_blocked_conv(const Shape& x_shape, const Shape& w_shape, const ConvParams& p, const Shape& y_shape,
+                        int64_t block, bool plain_x, bool residual) {
+  const Tensor x = random_floats(x_shape, 91), w = random_floats(w_shape, 92);
+  const Tensor b = random_floats({w_shape[0]}, 93), z = random_floats(y_shape, 94);
+  Node node = conv_node(p, true);
+  node.op_type = "BlockedConv";
+  node.domain = "com.ember";
+  node.attributes.set_int("block", block);
+  set_activation(node, {"LeakyRelu", {0.1f}});
+  const Tensor x_in = plain_x ? x : blocked(x, block), z_in = blocked(z, block);
+  std::vector<const Tensor*> in{&x_in, &w, &b};
+  if (residual) {
+    node.inputs.push_back("z");
+    in.push_back(&z_in);
+  }
+  const auto y = run_node(node, 1, in);
+  std::vector<float> want = reference_conv(x, w, &b, p, y_shape);
+  for (size_t i = 0; i < want.size(); ++i) {
+    const float s = want[i] + (residual ? z.data_as<float>()[i] : 0.f);
+    want[i] = s > 0 ? s : 0.1f * s;
+  }
+  ASSERT_EQ(y[0].shape(), blocked(Tensor(DType::Float32, y_shape), block).shape());
+  expect_close(y[0], blocked(want, y_shape, block), kRtol, kAtol);
+}
+
+TEST(BlockedConv, DenseDepthwiseAndPointwiseWithResidualInBlocksOf8And16) {
+  check_blocked_conv({2, 16, 9, 7}, {24, 16, 3, 3}, {{2, 2}, {1, 1}, {1, 1}, {1, 1}}, {2, 24, 5, 4}, 8, false, false);
+  check_blocked_conv({1, 16, 6, 5}, {16, 1, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, {1, 1}, 16}, {1, 16, 6, 5}, 8, false,
+                     true);
+  check_blocked_conv({2, 32, 5, 3}, {16, 32, 1, 1}, {{1, 1}, {1, 1}, {0, 0}, {0, 0}}, {2, 16, 5, 3}, 16, false, true);
+  check_blocked_conv({1, 16, 7, 7}, {32, 16, 1, 1}, {{1, 1}, {1, 1}, {0, 0}, {0, 0}}, {1, 32, 7, 7}, 16, false,
+                     false);
+}
+
+// A first convolution's 3 channels, and 10 (squeeze-excite's reduced ones), read plain.
+TEST(BlockedConv, PlainInputWhoseChannelsDoNotFillBlocks) {
+  check_blocked_conv({2, 3, 11, 8}, {8, 3, 3, 3}, {{2, 2}, {1, 1}, {1, 1}, {1, 1}}, {2, 8, 6, 4}, 8, true, false);
+  check_blocked_conv({1, 10, 1, 1}, {40, 10, 1, 1}, {{1, 1}, {1, 1}, {0, 0}, {0, 0}}, {1, 40, 1, 1}, 8, true, false);
+  check_blocked_conv({3, 10, 1, 1}, {40, 10, 1, 1}, {{1, 1}, {1, 1}, {0, 0}, {0, 0}}, {3, 40, 1, 1}, 8, true, true);
+}
+
+// Squeeze-excite's expansion on a pooled 1x1 image runs as a matrix-vector product: the
+// blocked output of a 1x1 image holds the channels in order.
+TEST(BlockedConv, SingleImageSqueezeExciteIsMatrixVector) {
+  check_blocked_conv({1, 24, 1, 1}, {48, 24, 1, 1}, {{1, 1}, {1, 1}, {0, 0}, {0, 0}}, {1, 48, 1, 1}, 8, false,
+                     false);
+}
+
+TEST(BlockedConv, FiltersThatDoNotFillBlocksRaise) {
+  const Tensor x = random_floats({1, 8, 4, 4, 8}, 1), w = random_floats({12, 64, 1, 1}, 2);
+  Node node = make_node("BlockedConv", 2, 1, {}, "com.ember");
+  node.attributes.set_int("block", 8);
+  EXPECT_THROW(run_node(node, 1, {&x, &w}), Error);
 }
 
 // --precision bf16 (DenseMath::BFloat16): source and weights rounded to bfloat16,

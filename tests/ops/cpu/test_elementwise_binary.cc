@@ -19,6 +19,9 @@ const std::vector<ShapePair> kShapes = {
     {{4, 1}, {4, 5}},       {{3, 1, 5}, {7, 5}},    {{}, {}},           {{2, 0, 3}, {3}},
     {{1, 4, 1, 6}, {3, 1, 5, 1}}, {{7, 1}, {1, 9}}, {{5, 1, 7}, {1}},
     {{6}, {3, 6}},          {{2, 3, 5, 8}, {1, 1, 1, 8}},  // one row against many, either side
+    // a row per outer index against many (blocked squeeze-excite: rows of 8 and 16,
+    // and of 5, a width not known when compiled), either side
+    {{2, 3, 7, 8}, {2, 3, 1, 8}}, {{3, 1, 16}, {3, 9, 16}}, {{2, 4, 6, 5}, {2, 4, 1, 5}},
 };
 
 using Ref = std::function<double(double, double)>;

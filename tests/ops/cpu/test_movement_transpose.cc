@@ -87,6 +87,58 @@ TEST(MovementTranspose, ChannelsLastAndMatrixTransposesInTiles) {
   }
 }
 
+// com.ember ToBlocked / FromBlocked (the CPU's blocked layout): N x C x D.. <->
+// N x C/b x D.. x b, and from blocked on to channels-last N x D.. x C, for blocks of 8
+// and 16, one to three spatial dims and 1- to 8-byte elements.
+Node blocked_node(const std::string& op) {
+  Node n = make_node(op, 1);
+  n.domain = "com.ember";
+  return n;
+}
+
+TEST(MovementBlocked, ToAndFromBlockedAndOnToChannelsLast) {
+  std::mt19937 rng(19);
+  for (DType dt : {DType::Float32, DType::UInt8, DType::Float16, DType::Int64})
+    for (const Shape& plain : {Shape{2, 16, 7, 5}, Shape{1, 32, 9}, Shape{2, 16, 3, 2, 5}, Shape{3, 48, 1, 1}})
+      for (int64_t b : {8, 16}) {
+        SCOPED_TRACE(shape_to_string(plain) + " block " + std::to_string(b));
+        const size_t spatial = plain.size() - 2;
+        Shape shape{plain[0], plain[1] / b}, last{plain[0]};
+        shape.insert(shape.end(), plain.begin() + 2, plain.end());
+        shape.push_back(b);
+        last.insert(last.end(), plain.begin() + 2, plain.end());
+        last.push_back(plain[1]);
+        const Tensor x = random_tensor(dt, plain, rng);
+        Node to = blocked_node("ToBlocked");
+        to.attributes.set_int("block", b);
+        const Tensor y = run(to, 1, {&x})[0];
+        expect_same(y, expected_by_index(x, shape, [&](const std::vector<int64_t>& o) {
+          std::vector<int64_t> in{o[0], o[1] * b + o.back()};
+          in.insert(in.end(), o.begin() + 2, o.begin() + 2 + spatial);
+          return ravel(in, plain);
+        }));
+        expect_same(run(blocked_node("FromBlocked"), 1, {&y})[0], x);
+        Node to_last = blocked_node("FromBlocked");
+        to_last.attributes.set_int("channels_last", 1);
+        expect_same(run(to_last, 1, {&y})[0], expected_by_index(y, last, [&](const std::vector<int64_t>& o) {
+          std::vector<int64_t> in{o[0], o.back() / b};
+          in.insert(in.end(), o.begin() + 1, o.begin() + 1 + spatial);
+          in.push_back(o.back() % b);
+          return ravel(in, shape);
+        }));
+      }
+}
+
+TEST(MovementBlocked, ChannelsThatDoNotFillBlocksRaise) {
+  std::mt19937 rng(20);
+  const Tensor x = random_tensor(DType::Float32, {1, 12, 3, 3}, rng);
+  Node to = blocked_node("ToBlocked");
+  to.attributes.set_int("block", 8);
+  expect_error(to, "multiple of 8", [&] { run(to, 1, {&x}); });
+  to.attributes.set_int("block", 4);
+  expect_error(to, "block must be 8 or 16", [&] { run(to, 1, {&x}); });
+}
+
 TEST(MovementTranspose, EmptyAndScalarAndNegativePerm) {
   std::mt19937 rng(16);
   const Tensor x = random_tensor(DType::Float32, {3, 0, 2}, rng);

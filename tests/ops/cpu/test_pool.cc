@@ -165,6 +165,40 @@ TEST(GlobalPool, AverageAndMax) {
   expect_close(max[0], want_max, 0, 0);
 }
 
+// An N x C x H x W tensor in the blocked layout N x C/b x H x W x b.
+Tensor blocked(const Tensor& plain, int64_t b) {
+  const Shape& s = plain.shape();
+  Tensor t(DType::Float32, {s[0], s[1] / b, s[2], s[3], b});
+  const int64_t plane = s[2] * s[3];
+  for (int64_t n = 0, at = 0; n < s[0]; ++n)
+    for (int64_t g = 0; g < s[1] / b; ++g)
+      for (int64_t i = 0; i < plane; ++i)
+        for (int64_t k = 0; k < b; ++k, ++at)
+          t.data_as<float>()[at] = plain.data_as<float>()[(n * s[1] + g * b + k) * plane + i];
+  return t;
+}
+
+// com.ember's Blocked* pools (the CPU's blocked layout) compute what the plain ones do,
+// in blocks of 8 and 16 channels.
+TEST(BlockedPool, MaxAverageAndGlobalMatchThePlainOnes) {
+  const Tensor x = random_floats({2, 16, 9, 7}, 76);
+  const Pool2d window{3, 3, 2, 2, 1, 1, 1, 1, 1, 1};
+  for (int64_t b : {8, 16}) {
+    SCOPED_TRACE("block " + std::to_string(b));
+    const Tensor xb = blocked(x, b);
+    for (const char* op : {"MaxPool", "AveragePool", "GlobalAveragePool", "GlobalMaxPool"}) {
+      SCOPED_TRACE(op);
+      const bool global = std::string(op).rfind("Global", 0) == 0;
+      Node plain = global ? make_node(op, 1) : pool_node(op, window);
+      Node blocked_pool = plain;
+      blocked_pool.op_type = std::string("Blocked") + op;
+      blocked_pool.domain = "com.ember";
+      const Tensor want = run_node(plain, 22, {&x})[0];
+      expect_close(run_node(blocked_pool, 1, {&xb})[0], values_of(blocked(want, b)), kRtol, kAtol);
+    }
+  }
+}
+
 // 8-bit MaxPool (opset 12+) runs the plain loop; the float reference is exact on it.
 template <class T>
 void check_int8_max_pool(DType dtype, const Pool2d& p) {
