@@ -1,6 +1,7 @@
-// The CPU layout planning (plan_channels_last): which nodes go channels-last, where the
-// transposes land, and that the graph computes what it did (node by node on the CPU
-// kernels, each Nhwc node on its own kernel or its fallback).
+// The CPU layout planning (plan_channels_last, and plan_cpu_layouts with its blocked
+// layout for float32 sessions): which nodes go channels-last or blocked, where the
+// conversions land, and that the graph computes what it did (node by node on the CPU
+// kernels, each converted node on its own kernel or its fallback).
 #include "graph/passes/passes.h"
 
 #include <gtest/gtest.h>
@@ -111,26 +112,38 @@ TEST(ChannelsLast, PlannedForCudaFloat16Too) {
   expect_same_results(original, g, {random_tensor({2, 4, 9, 9}, rng)}, 1e-4f);
 }
 
-// ConvNeXt's block: conv, then the model's own permute to NHWC, a per-position op, a
-// permute back and a residual add. The model's transposes cancel against the pass's.
-TEST(ChannelsLast, TheModelsOwnTransposesCancel) {
-  std::mt19937 rng(7);
+// ConvNeXt's block: a depthwise conv, then the model's own permute to NHWC, a
+// per-position op, a permute back and a residual add.
+Graph convnext_block(std::mt19937& rng) {
   Graph g = cnn_input();
-  g.initializers["w"] = random_tensor({8, 8, 3, 3}, rng);
+  g.initializers["w"] = random_tensor({8, 1, 3, 3}, rng);
   g.initializers["scale"] = random_tensor({8}, rng);
   Attributes to_last, to_first;
   to_last.set_ints("perm", {0, 2, 3, 1});
   to_first.set_ints("perm", {0, 3, 1, 2});
-  g.nodes = {make_node("Conv", {"x", "w"}, {"c"}, conv_attributes(3, 1)),
+  g.nodes = {make_node("Conv", {"x", "w"}, {"c"}, conv_attributes(3, 1, 8)),
              make_node("Transpose", {"c"}, {"t"}, to_last),
              make_node("Mul", {"t", "scale"}, {"s"}),
              make_node("Transpose", {"s"}, {"u"}, to_first),
              make_node("Add", {"u", "c"}, {"y"})};
   g.outputs.push_back({"y", DType::Float32, {}, false});
-  const Graph original = g;
-  optimize_graph(g, cpu_node_evaluator(), true);
-  EXPECT_EQ(count_ops(g, "Transpose"), 2) << "x in and y out; the model's two are gone";
-  expect_same_results(original, g, {random_tensor({1, 8, 6, 5}, rng)}, 1e-4f);
+  return g;
+}
+
+// The model's transposes cancel against the pass's; with blocked layouts allowed the
+// graph still plans NHWC convolutions, where they do.
+TEST(ChannelsLast, TheModelsOwnTransposesCancel) {
+  std::mt19937 rng(7);
+  const Graph original = convnext_block(rng);
+  const Tensor x = random_tensor({1, 8, 6, 5}, rng);
+  for (bool blocked : {false, true}) {
+    SCOPED_TRACE(blocked ? "blocked allowed" : "channels-last");
+    Graph g = original;
+    optimize_graph(g, cpu_node_evaluator(), true, false, blocked);
+    EXPECT_EQ(count_ops(g, "NhwcConv"), 1);
+    EXPECT_EQ(count_ops(g, "Transpose"), 2) << "x in and y out; the model's two are gone";
+    expect_same_results(original, g, {x}, 1e-4f);
+  }
 }
 
 // A plain value of unknown rank beside an NHWC one keeps the op in NCHW.
@@ -179,6 +192,144 @@ TEST(ChannelsLast, NodesTheKernelsDeclineRunTheirFallback) {
   for (const Node& n : g.nodes) with_residual += n.op_type == "NhwcConv" && n.inputs.size() == 4;
   EXPECT_EQ(with_residual, 1) << "the broadcasting residual is fused";
   expect_same_results(original, g, {random_tensor({1, 4, 8, 8}, rng)}, 1e-4f);
+}
+
+// ---- The blocked layout (plan_cpu_layouts) ------------------------------------------
+
+Attributes window(int64_t k, int64_t stride, int64_t pad) {
+  Attributes a;
+  a.set_ints("kernel_shape", {k, k});
+  a.set_ints("strides", {stride, stride});
+  a.set_ints("pads", {pad, pad, pad, pad});
+  return a;
+}
+
+void optimize_blocked(Graph& g) {
+  optimize_graph(g, cpu_node_evaluator(), /*for_cpu=*/true, /*channels_last=*/false, /*blocked=*/true);
+}
+
+int count_attribute(const Graph& g, const std::string& op, const char* attribute, int64_t value) {
+  int n = 0;
+  for (const Node& node : g.nodes) n += node.op_type == op && node.attributes.get_int_or(attribute, -1) == value;
+  return n;
+}
+
+// A MobileNet-style network: a stem reading the 3-channel image, an inverted residual
+// block (1x1 expand, depthwise 3x3, squeeze-excite reducing to 4 channels, 1x1
+// project + residual), max and average pools concatenated, a per-channel constant and
+// a scalar, then a conv wider than kNarrowChannels, a global pool and Flatten.
+Graph mobile_graph(std::mt19937& rng) {
+  Graph g = cnn_input();
+  g.initializers["w_stem"] = random_tensor({8, 3, 3, 3}, rng);
+  g.initializers["w_expand"] = random_tensor({16, 8, 1, 1}, rng);
+  g.initializers["w_dw"] = random_tensor({16, 1, 3, 3}, rng);
+  g.initializers["w_fc1"] = random_tensor({4, 16, 1, 1}, rng);
+  g.initializers["b_fc1"] = random_tensor({4}, rng);
+  g.initializers["w_fc2"] = random_tensor({16, 4, 1, 1}, rng);
+  g.initializers["w_project"] = random_tensor({8, 16, 1, 1}, rng);
+  g.initializers["c"] = random_tensor({16, 1, 1}, rng, 0.5f, 1.5f);
+  g.initializers["half"] = test::scalar(0.5f);
+  g.initializers["w_wide"] = random_tensor({264, 16, 1, 1}, rng, -0.2f, 0.2f);
+  g.initializers["zero"] = test::scalar(0.f);
+  g.initializers["six"] = test::scalar(6.f);
+  Attributes concat;
+  concat.set_int("axis", 1);
+  g.nodes = {make_node("Conv", {"x", "w_stem"}, {"stem"}, conv_attributes(3, 1)),
+             make_node("Relu", {"stem"}, {"s"}),
+             make_node("Conv", {"s", "w_expand"}, {"e"}, conv_attributes(1, 0)),
+             make_node("Clip", {"e", "zero", "six"}, {"e6"}),
+             make_node("Conv", {"e6", "w_dw"}, {"d"}, conv_attributes(3, 1, 16)),
+             make_node("Relu", {"d"}, {"dr"}),
+             make_node("GlobalAveragePool", {"dr"}, {"squeeze"}),
+             make_node("Conv", {"squeeze", "w_fc1", "b_fc1"}, {"fc1"}, conv_attributes(1, 0)),
+             make_node("Relu", {"fc1"}, {"fc1r"}),
+             make_node("Conv", {"fc1r", "w_fc2"}, {"fc2"}, conv_attributes(1, 0)),
+             make_node("Sigmoid", {"fc2"}, {"gate"}),
+             make_node("Mul", {"dr", "gate"}, {"excited"}),
+             make_node("Conv", {"excited", "w_project"}, {"p"}, conv_attributes(1, 0)),
+             make_node("Add", {"p", "s"}, {"res"}),
+             make_node("MaxPool", {"res"}, {"mp"}, window(3, 2, 1)),
+             make_node("AveragePool", {"res"}, {"ap"}, window(3, 2, 1)),
+             make_node("Concat", {"mp", "ap"}, {"cat"}, concat),
+             make_node("Mul", {"cat", "c"}, {"scaled"}),
+             make_node("Add", {"scaled", "half"}, {"shifted"}),
+             make_node("Conv", {"shifted", "w_wide"}, {"wide"}, conv_attributes(1, 0)),
+             make_node("GlobalAveragePool", {"wide"}, {"gap"}),
+             make_node("Flatten", {"gap"}, {"y"})};
+  g.outputs.push_back({"y", DType::Float32, {}, false});
+  g.outputs.push_back({"cat", DType::Float32, {}, false});  // a plain reader in mid-chain
+  return g;
+}
+
+TEST(BlockedLayout, AMobileNetRunsBlockedUntilItsFirstWideConv) {
+  std::mt19937 rng(21);
+  const Graph original = mobile_graph(rng);
+  Graph g = original;
+  optimize_blocked(g);
+  // Stem (reading x plain), expand, depthwise, squeeze-excite's expansion (reading its 4
+  // reduced channels plain) and project (with the residual) run blocked; the reduction
+  // to 4 channels cannot and stays plain; the 264-channel conv goes channels-last.
+  EXPECT_EQ(count_ops(g, "BlockedConv"), 5);
+  EXPECT_EQ(count_ops(g, "FusedConv") + count_ops(g, "Conv"), 1);
+  EXPECT_EQ(count_ops(g, "NhwcConv"), 1);
+  EXPECT_EQ(count_ops(g, "BlockedMaxPool"), 1);
+  EXPECT_EQ(count_ops(g, "BlockedAveragePool"), 1);
+  EXPECT_EQ(count_ops(g, "BlockedGlobalAveragePool"), 1);
+  EXPECT_EQ(count_ops(g, "NhwcGlobalAveragePool"), 1);
+  EXPECT_EQ(count_ops(g, "ToBlocked"), 0) << "the stem reads the image as it is";
+  // Out of blocks: the pooled squeeze for the plain reduction, the concat a graph output
+  // reads, and straight to channels-last for the wide conv.
+  EXPECT_EQ(count_ops(g, "FromBlocked"), 3);
+  EXPECT_EQ(count_attribute(g, "FromBlocked", "channels_last", 1), 1);
+  EXPECT_EQ(count_ops(g, "Transpose"), 1) << "the pooled vector Flatten reads";
+  EXPECT_EQ(count_attribute(g, "Concat", "axis", 1), 1) << "concatenated along the channel blocks";
+  expect_same_results(original, g, {random_tensor({2, 3, 9, 7}, rng)}, 1e-4f);
+}
+
+// Dense 3x3 convolutions past the stem (ResNet's) ran slower blocked: the graph is
+// planned channels-last throughout.
+TEST(BlockedLayout, ANetworkWithDenseConvsStaysChannelsLast) {
+  std::mt19937 rng(22);
+  Graph g = cnn_input();
+  g.initializers["w1"] = random_tensor({8, 3, 3, 3}, rng);
+  g.initializers["w2"] = random_tensor({8, 8, 3, 3}, rng);
+  g.nodes = {make_node("Conv", {"x", "w1"}, {"a"}, conv_attributes(3, 1)),
+             make_node("Conv", {"a", "w2"}, {"y"}, conv_attributes(3, 1))};
+  g.outputs.push_back({"y", DType::Float32, {}, false});
+  const Graph original = g;
+  optimize_blocked(g);
+  EXPECT_EQ(count_ops(g, "BlockedConv"), 0);
+  EXPECT_EQ(count_ops(g, "NhwcConv"), 2);
+  expect_same_results(original, g, {random_tensor({1, 3, 6, 5}, rng)}, 1e-4f);
+}
+
+// Where no kernel takes a blocked node, its fallback (the original between
+// conversions) runs: a residual that broadcasts, and an average pool oneDNN cannot
+// count (count_include_pad with ceil_mode windows past the padding).
+TEST(BlockedLayout, NodesTheKernelsDeclineRunTheirFallback) {
+  std::mt19937 rng(24);
+  Graph g = cnn_input();
+  g.initializers["w"] = random_tensor({8, 8, 1, 1}, rng);
+  g.initializers["b"] = random_tensor({8}, rng);
+  g.initializers["w0"] = random_tensor({8, 8, 1, 1}, rng);
+  Attributes pool = window(3, 2, 1);
+  pool.set_int("ceil_mode", 1);
+  pool.set_int("count_include_pad", 1);
+  g.nodes = {make_node("Conv", {"x", "w0"}, {"c0"}, conv_attributes(1, 0)),
+             make_node("GlobalAveragePool", {"c0"}, {"z"}),
+             make_node("Conv", {"x", "w", "b"}, {"c"}, conv_attributes(1, 0)),
+             make_node("Add", {"c", "z"}, {"a"}),
+             make_node("Relu", {"a"}, {"r"}),
+             make_node("AveragePool", {"r"}, {"y"}, pool)};
+  g.outputs.push_back({"y", DType::Float32, {}, false});
+  const Graph original = g;
+  optimize_blocked(g);
+  EXPECT_EQ(count_ops(g, "BlockedConv"), 2);
+  EXPECT_EQ(count_ops(g, "BlockedAveragePool"), 1);
+  int with_residual = 0;
+  for (const Node& n : g.nodes) with_residual += n.op_type == "BlockedConv" && n.inputs.size() == 4;
+  EXPECT_EQ(with_residual, 1) << "the broadcasting residual is fused";
+  expect_same_results(original, g, {random_tensor({1, 8, 8, 8}, rng)}, 1e-4f);
 }
 
 }  // namespace

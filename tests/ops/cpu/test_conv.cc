@@ -184,22 +184,8 @@ TEST(FusedConv, PointwiseWithResidual) {
   expect_close(y[0], want, kRtol, kAtol);
 }
 
-// An N x C x D.. float32 tensor in the blocked layout N x C/b x D.. x b, and back.
-Tensor blocked(const Tensor& plain, int64_t b) {
-  const Shape& s = plain.shape();
-  const int64_t plane = shape_numel(s) / (s[0] * s[1]);
-  Shape shape{s[0], s[1] / b};
-  shape.insert(shape.end(), s.begin() + 2, s.end());
-  shape.push_back(b);
-  Tensor t(DType::Float32, shape);
-  for (int64_t n = 0, at = 0; n < s[0]; ++n)
-    for (int64_t g = 0; g < s[1] / b; ++g)
-      for (int64_t i = 0; i < plane; ++i)
-        for (int64_t k = 0; k < b; ++k, ++at)
-          t.data_as<float>()[at] = plain.data_as<float>()[(n * s[1] + g * b + k) * plane + i];
-  return t;
-}
-std::vector<float> blocked(const std::vector<float>& plain, const Shape& shape, int64_t b) {
+// Values laid out as `shape`, in the blocked layout.
+std::vector<float> blocked_values(const std::vector<float>& plain, const Shape& shape, int64_t b) {
   Tensor t(DType::Float32, shape);
   std::copy(plain.begin(), plain.end(), t.data_as<float>());
   return values_of(blocked(t, b));
@@ -229,7 +215,7 @@ void check_blocked_conv(const Shape& x_shape, const Shape& w_shape, const ConvPa
     want[i] = s > 0 ? s : 0.1f * s;
   }
   ASSERT_EQ(y[0].shape(), blocked(Tensor(DType::Float32, y_shape), block).shape());
-  expect_close(y[0], blocked(want, y_shape, block), kRtol, kAtol);
+  expect_close(y[0], blocked_values(want, y_shape, block), kRtol, kAtol);
 }
 
 TEST(BlockedConv, DenseDepthwiseAndPointwiseWithResidualInBlocksOf8And16) {

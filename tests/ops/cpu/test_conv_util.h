@@ -157,4 +157,20 @@ inline void set_activation(Node& node, const ActivationCase& a) {
   if (!a.params.empty()) node.attributes.set_floats("activation_params", a.params);
 }
 
+// An N x C x D.. float32 tensor in the CPU's blocked layout N x C/b x D.. x b.
+inline Tensor blocked(const Tensor& plain, int64_t b) {
+  const Shape& s = plain.shape();
+  const int64_t plane = shape_numel(s) / (s[0] * s[1]);
+  Shape shape{s[0], s[1] / b};
+  shape.insert(shape.end(), s.begin() + 2, s.end());
+  shape.push_back(b);
+  Tensor t(DType::Float32, shape);
+  for (int64_t n = 0, at = 0; n < s[0]; ++n)
+    for (int64_t g = 0; g < s[1] / b; ++g)
+      for (int64_t i = 0; i < plane; ++i)
+        for (int64_t k = 0; k < b; ++k, ++at)
+          t.data_as<float>()[at] = plain.data_as<float>()[(n * s[1] + g * b + k) * plane + i];
+  return t;
+}
+
 }  // namespace ember::test

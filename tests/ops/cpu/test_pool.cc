@@ -165,19 +165,6 @@ TEST(GlobalPool, AverageAndMax) {
   expect_close(max[0], want_max, 0, 0);
 }
 
-// An N x C x H x W tensor in the blocked layout N x C/b x H x W x b.
-Tensor blocked(const Tensor& plain, int64_t b) {
-  const Shape& s = plain.shape();
-  Tensor t(DType::Float32, {s[0], s[1] / b, s[2], s[3], b});
-  const int64_t plane = s[2] * s[3];
-  for (int64_t n = 0, at = 0; n < s[0]; ++n)
-    for (int64_t g = 0; g < s[1] / b; ++g)
-      for (int64_t i = 0; i < plane; ++i)
-        for (int64_t k = 0; k < b; ++k, ++at)
-          t.data_as<float>()[at] = plain.data_as<float>()[(n * s[1] + g * b + k) * plane + i];
-  return t;
-}
-
 // com.ember's Blocked* pools (the CPU's blocked layout) compute what the plain ones do,
 // in blocks of 8 and 16 channels.
 TEST(BlockedPool, MaxAverageAndGlobalMatchThePlainOnes) {
