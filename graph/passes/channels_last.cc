@@ -1,14 +1,14 @@
 // Layout planning for the CPU: 2-D convolutions run channels-last (NHWC) or, in
-// float32 sessions of networks built of 1x1 and depthwise convolutions, in oneDNN's
-// blocked layout (N x C/8 x H x W x 8, nChw8c) while they are narrow; the pooling,
-// elementwise and concat nodes fed by them follow, so that a chain of them keeps one
-// layout. oneDNN's direct kernels are in both (in NCHW it has only a GEMM fallback).
-// Every value keeps its true shape: an NHWC value is a separate value named "<plain
-// name>/nhwc", a blocked one "<plain name>/blocked", and the layout changes are ordinary
-// nodes (Transpose; com.ember ToBlocked and FromBlocked) placed where a reader needs
-// another layout. NHWC conversions cancel against the model's own transposes (ConvNeXt
-// writes them around its LayerNorms). Conversions nobody reads are left to
-// eliminate_dead_code.
+// float32 sessions, in oneDNN's blocked layout (N x C/b x H x W x b: nChw8c for
+// networks of 1x1 and depthwise convolutions while they are narrow, nChw16c for dense
+// networks whose channels fit it); the pooling, elementwise and concat nodes fed by
+// them follow, so that a chain of them keeps one layout. oneDNN's direct kernels are in
+// both (in NCHW it has only a GEMM fallback). Every value keeps its true shape: an NHWC
+// value is a separate value named "<plain name>/nhwc", a blocked one "<plain
+// name>/blocked", and the layout changes are ordinary nodes (Transpose; com.ember
+// ToBlocked and FromBlocked) placed where a reader needs another layout. NHWC
+// conversions cancel against the model's own transposes (ConvNeXt writes them around
+// its LayerNorms). Conversions nobody reads are left to eliminate_dead_code.
 #include "graph/elementwise_table.h"
 #include "graph/passes/graph_edit.h"
 #include "graph/passes/passes.h"
@@ -122,25 +122,37 @@ bool blocked_conv(const Graph& graph, const Node& n, int64_t block) {
   return depthwise ? group % block == 0 : w[1] % block == 0 && (w[0] / group) % block == 0;
 }
 
-// The blocked layout's block: 8 channels. oneDNN 2.6's nChw8c kernels (jit_1x1,
-// jit_dw; AVX2) beat its NHWC ones (brgconv_1x1, brdgmm_dw; AVX-512) on narrow 1x1 and
-// depthwise convolutions and lose on wide ones; its nChw16c kernels were no faster than
-// NHWC on any layer measured, and 16 does not divide narrow layers' 24, 40 or 72.
-constexpr int64_t kBlock = 8;
+// The blocked layout's block for networks of 1x1 and depthwise convolutions: 8
+// channels. oneDNN 2.6's nChw8c kernels (jit_1x1, jit_dw; AVX2) beat its NHWC ones
+// (brgconv_1x1, brdgmm_dw; AVX-512) on their narrow layers, took 10-40% longer on wide
+// ones, and 8 divides narrow layers' 24, 40 or 72 channels where 16 does not.
+constexpr int64_t kNarrowBlock = 8;
+// For networks with dense convolutions (ResNet): 16, where every convolution fits it.
+// nChw8c ran their 3x3 convs 5-15% slower than NHWC; nChw16c (jit:avx512_core) ran
+// ResNet-50 as fast as NHWC at batch 1 and 4-5% faster at batch 8.
+constexpr int64_t kDenseBlock = 16;
 
-// Convolutions with at most this many input and output channels run blocked; wider
-// ones channels-last. On MobileNetV3's 112->672 and 160->960 1x1 convs at 14x14 and 7x7
-// the nChw8c kernels took 10-40% longer than NHWC's brgconv; on its and MobileNetV2's
+// In blocks of 8, convolutions with at most this many input and output channels run
+// blocked; wider ones channels-last. On MobileNetV3's 112->672 and 160->960 1x1 convs
+// at 14x14 and 7x7 nChw8c took 10-40% longer than NHWC; on its and MobileNetV2's
 // 16..192-channel layers at 112x112 to 28x28 up to 45% less at batch 8.
 constexpr int64_t kNarrowChannels = 256;
 
-// Whether a graph plans blocked layouts at all: where it is built of 1x1 and depthwise
-// convolutions (MobileNet, EfficientNet and their kin), apart from a stem reading fewer
-// channels than a block. Dense 3x3 convolutions ran 5-15% slower in nChw8c than NHWC
-// (ResNet-50's 64- and 128-channel ones at batch 8), and a model that transposes to NHWC
-// itself (ConvNeXt's LayerNorms read channels-last) is best left to NHWC convolutions,
-// which cancel those transposes.
+// Whether a blocked convolution in blocks of `block` reads X blocked too, or plain
+// because X has fewer channels than a block (a stem reading the image).
+bool fits_blocks(const Graph& graph, const Node& n, int64_t block) {
+  const int64_t group = n.attributes.get_int_or("group", 1), c = graph.initializers.at(n.inputs[1]).shape()[1] * group;
+  return blocked_conv(graph, n, block) && (group > 1 || c % block == 0 || c < block);
+}
+
+// The block a graph's convolutions run in, or 0 for channels-last throughout: 8 for a
+// network of 1x1 and depthwise convolutions (MobileNet, EfficientNet and their kin; a
+// stem reading the image aside), 16 for one with dense convolutions that all fit it,
+// else 0; and 0 for a model that transposes to NHWC itself (ConvNeXt's LayerNorms read
+// channels-last: NHWC convolutions cancel those transposes, blocked ones would add
+// conversions around each).
 int64_t block_size_for(const Graph& graph) {
+  bool dense = false, all_fit_dense_block = true;
   for (const Node& n : graph.nodes) {
     if (is_transpose(n, kToLast) || is_transpose(n, kToFirst)) return 0;
     if (!planar_conv(graph, n)) continue;
@@ -148,9 +160,11 @@ int64_t block_size_for(const Graph& graph) {
     const int64_t group = n.attributes.get_int_or("group", 1);
     const bool depthwise = group > 1 && w[1] == 1 && w[0] == group;
     const bool pointwise = w[2] == 1 && w[3] == 1;
-    if (!depthwise && !pointwise && w[1] * group >= kBlock) return 0;
+    dense = dense || (!depthwise && !pointwise && w[1] * group >= kNarrowBlock);
+    all_fit_dense_block = all_fit_dense_block && fits_blocks(graph, n, kDenseBlock);
   }
-  return kBlock;
+  if (!dense) return kNarrowBlock;
+  return all_fit_dense_block ? kDenseBlock : 0;
 }
 
 class LayoutPlanner {
@@ -220,17 +234,18 @@ class LayoutPlanner {
     return at;
   }
 
-  // A narrow convolution runs blocked where it can, unless its input is channels-last
-  // already: a network goes blocked from its stem and channels-last at its first wide
-  // convolution, and stays so (ResNet's bottlenecks, narrow between wide ones, would
-  // otherwise convert twice per block). A convolution that cannot fit blocks stays
+  // A convolution runs blocked where it can (in blocks of 8, while narrow), unless its
+  // input is channels-last already: a network goes blocked from its stem and channels-
+  // last at its first wide convolution, and stays so (a bottleneck, narrow between wide
+  // convolutions, would otherwise convert twice). A convolution that cannot fit blocks stays
   // plain where its input is blocked (squeeze-excite's reduction of a pooled 1x1 image
   // to 10 channels: one small conversion instead of two). The other nodes follow their
   // first input that has a form.
   std::optional<Form> form_for(const Node& n, Role role) const {
     if (role == Role::Conv) {
       const Shape& w = graph_.initializers.at(n.inputs[1]).shape();
-      const bool narrow = std::max(w[0], w[1] * n.attributes.get_int_or("group", 1)) <= kNarrowChannels;
+      const bool narrow =
+          block_ != kNarrowBlock || std::max(w[0], w[1] * n.attributes.get_int_or("group", 1)) <= kNarrowChannels;
       const bool input_last = has_form(n.inputs[0], Form::Last) && !has_form(n.inputs[0], Form::Blocked);
       const bool blockable = block_ > 0 && blocked_conv(graph_, n, block_);
       if (blockable && narrow && !input_last) return Form::Blocked;

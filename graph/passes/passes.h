@@ -72,11 +72,12 @@ int fuse_elementwise(Graph& graph);
 // cancel against the model's own. Each Nhwc node's decomposition is its original
 // between transposes. Returns how many nodes went channels-last.
 int plan_channels_last(Graph& graph);
-// The same for the CPU's float32 sessions, blocked where the convolutions allow: they
-// become com.ember BlockedConv (oneDNN's nChw8c / nChw16c) and the nodes they feed
-// Blocked* forms, with ToBlocked / FromBlocked where a value changes layout; a graph
-// with no convolution that fits a block, or with NHWC transposes of its own, is planned
-// channels-last as above. Returns how many nodes changed layout.
+// The same for the CPU's float32 sessions, blocked where it pays: convolutions become
+// com.ember BlockedConv (oneDNN's nChw8c in networks of 1x1 and depthwise convolutions,
+// while narrow; nChw16c in dense networks whose channels all fit it) and the nodes they
+// feed Blocked* forms, with ToBlocked / FromBlocked where a value changes layout; other
+// graphs (and a model with NHWC transposes of its own) are planned channels-last as
+// above. Returns how many nodes changed layout.
 int plan_cpu_layouts(Graph& graph);
 
 // All of the above in order; `evaluate` folds constants. `for_cpu`: the graph runs on

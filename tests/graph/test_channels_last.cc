@@ -286,9 +286,33 @@ TEST(BlockedLayout, AMobileNetRunsBlockedUntilItsFirstWideConv) {
   expect_same_results(original, g, {random_tensor({2, 3, 9, 7}, rng)}, 1e-4f);
 }
 
-// Dense 3x3 convolutions past the stem (ResNet's) ran slower blocked: the graph is
-// planned channels-last throughout.
-TEST(BlockedLayout, ANetworkWithDenseConvsStaysChannelsLast) {
+// A network with dense convolutions runs in blocks of 16 where all its convolutions fit
+// them (ResNet: wide ones too), channels-last where one does not (below).
+TEST(BlockedLayout, ADenseNetworkRunsInBlocksOf16) {
+  std::mt19937 rng(25);
+  Graph g = cnn_input();
+  g.initializers["w1"] = random_tensor({16, 3, 3, 3}, rng);
+  g.initializers["w2"] = random_tensor({16, 16, 3, 3}, rng, -0.3f, 0.3f);
+  g.initializers["w3"] = random_tensor({272, 16, 1, 1}, rng, -0.3f, 0.3f);
+  g.nodes = {make_node("Conv", {"x", "w1"}, {"a"}, conv_attributes(3, 1)),
+             make_node("Relu", {"a"}, {"r"}),
+             make_node("Conv", {"r", "w2"}, {"b"}, conv_attributes(3, 1)),
+             make_node("Add", {"b", "r"}, {"res"}),
+             make_node("MaxPool", {"res"}, {"p"}, window(3, 2, 1)),
+             make_node("Conv", {"p", "w3"}, {"y"}, conv_attributes(1, 0))};
+  g.outputs.push_back({"y", DType::Float32, {}, false});
+  const Graph original = g;
+  optimize_blocked(g);
+  EXPECT_EQ(count_ops(g, "BlockedConv"), 3);
+  EXPECT_EQ(count_attribute(g, "BlockedConv", "block", 16), 3);
+  EXPECT_EQ(count_ops(g, "BlockedMaxPool"), 1);
+  EXPECT_EQ(count_ops(g, "FromBlocked"), 1) << "only the graph output";
+  expect_same_results(original, g, {random_tensor({2, 3, 7, 6}, rng)}, 1e-4f);
+}
+
+// Dense 3x3 convolutions ran slower in blocks of 8 than channels-last: a dense network
+// whose channels do not fit blocks of 16 is planned channels-last throughout.
+TEST(BlockedLayout, ADenseNetworkOutOfBlocksOf16StaysChannelsLast) {
   std::mt19937 rng(22);
   Graph g = cnn_input();
   g.initializers["w1"] = random_tensor({8, 3, 3, 3}, rng);
