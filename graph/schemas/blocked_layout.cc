@@ -1,9 +1,8 @@
 // com.ember ToBlocked and FromBlocked: a batch of channels (N x C x D1..) into the
 // blocked layout N x C/b x D1.. x b that the CPU's Blocked* ops read (the channels in
 // groups of b, each group's planes with its b channels interleaved), and back (or on
-// to channels-last). The
-// CPU's layout planning (graph/passes/channels_last) places them where a value changes
-// layout.
+// to channels-last). The CPU's layout planning (graph/passes/channels_last) places them
+// where a value changes layout.
 #include "graph/schema.h"
 
 #include <string>

@@ -26,19 +26,18 @@ memory::desc onnx_weights_desc(const Shape& w, int64_t group) {
   return plain_f32_desc(dims);
 }
 
-// How a tensor is stored, and what the primitive is asked for: a channels-last or
-// blocked tensor as it is; an NCHW one lets the primitive pick its layout, reordered in
-// and out. (oneDNN runs NCHW itself only through its GEMM fallback, whose post-ops are
-// slow: a 1x1 conv with a residual sum and ReLU took 7x the time of the same conv in
-// NHWC.)
-memory::desc tensor_desc(const Shape& shape, Layout layout) { return f32_desc_in(shape, layout); }
+// What the primitive is asked for (a tensor is stored as f32_desc_in says): a
+// channels-last or blocked tensor as it is; an NCHW one lets the primitive pick its
+// layout, reordered in and out. (oneDNN runs NCHW itself only through its GEMM
+// fallback, whose post-ops are slow: a 1x1 conv with a residual sum and ReLU took 7x
+// the time of the same conv in NHWC.)
 memory::desc primitive_desc_for(const Shape& shape, Layout layout) {
   return layout == Layout::ChannelsFirst ? any_layout(plain_f32_desc(shape)) : f32_desc_in(shape, layout);
 }
 // A channels-last value as stored: bfloat16 between convolutions in bf16 sessions
 // (keep_bf16_between_convs), float32 otherwise.
 memory::desc stored_desc(const Shape& shape, Layout layout, bool bf16) {
-  return computed_as(tensor_desc(shape, layout), bf16 ? DenseMath::BFloat16 : DenseMath::Float32);
+  return computed_as(f32_desc_in(shape, layout), bf16 ? DenseMath::BFloat16 : DenseMath::Float32);
 }
 
 class ConvKernel final : public Kernel {
@@ -87,7 +86,7 @@ class ConvKernel final : public Kernel {
 
     to_src_ = DnnlReorder(stored_src, src_md_);
     // The float32 residual goes into dst as dst's type (rounded to bfloat16 there).
-    if (has_residual_) to_dst_ = DnnlReorder(tensor_desc(y, y_layout), dst_md_);
+    if (has_residual_) to_dst_ = DnnlReorder(f32_desc_in(y, y_layout), dst_md_);
     from_dst_ = DnnlReorder(dst_md_, stored_dst);
     WorkspaceLayout ws;
     ws.take(std::max({scratchpad_bytes(pd), to_src_.scratchpad(), to_dst_.scratchpad(), from_dst_.scratchpad()}));

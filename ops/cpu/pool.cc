@@ -1,8 +1,8 @@
 // MaxPool, AveragePool, LpPool, GlobalAveragePool and GlobalMaxPool, and the
-// channels-last and blocked com.ember Nhwc* and Blocked* forms of all but LpPool. oneDNN runs the common cases;
-// a direct loop covers what it lacks in NCHW (MaxPool's Indices, LpPool, and
-// count_include_pad averages whose ceil_mode windows run past the explicit padding,
-// which ONNX does not count). A channels-last or blocked pool oneDNN cannot run is
+// channels-last and blocked com.ember Nhwc* and Blocked* forms of all but LpPool.
+// oneDNN runs the common cases; a direct loop covers what it lacks in NCHW (MaxPool's
+// Indices, LpPool, and count_include_pad averages whose ceil_mode windows run past the
+// explicit padding, which ONNX does not count). A channels-last or blocked pool oneDNN cannot run is
 // declined: the planner runs its decomposition (conversions around the NCHW pool).
 #include "graph/schemas/window.h"
 #include "ops/cpu/dnnl_util.h"

@@ -176,9 +176,9 @@ std::unique_ptr<Kernel> make_blocked_conversion(KernelInit& init, std::string* w
   const Shape& blocked = kToBlocked ? init.outputs[0].shape : init.inputs[0].shape;
   const int64_t block = blocked.back(), planes = shape_numel(blocked) / std::max<int64_t>(block, 1);
   const int64_t groups = blocked[0] * blocked[1], plane = planes / std::max<int64_t>(groups, 1);
-  std::unique_ptr<Kernel> k;
   if (elem && !kToBlocked && init.node.attributes.get_int_or("channels_last", 0) != 0)
     return std::make_unique<BlocksToChannelsLastKernel>(blocked, elem);
+  std::unique_ptr<Kernel> k;
   if (elem) k = make_batched_transpose(elem, groups, kToBlocked ? block : plane, kToBlocked ? plane : block);
   if (!k) *why_not = std::string("unsupported dtype ") + dtype_name(init.inputs[0].dtype);
   return k;
