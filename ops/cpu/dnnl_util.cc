@@ -371,35 +371,53 @@ void float_to_half(const float* from, uint16_t* to, int64_t n) {
   });
 }
 
-Tensor to_float32(const Tensor& t) {
+void bfloat16_to_float(const uint16_t* from, float* to, int64_t n) {
+  parallel_for(n, 1, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) to[i] = bfloat16_bits_to_float(from[i]);
+  });
+}
+
+// The conversions between float32 and one 16-bit float type.
+struct HalfConversions {
+  void (*to_float)(const uint16_t*, float*, int64_t);
+  void (*from_float)(const float*, uint16_t*, int64_t);
+};
+
+HalfConversions conversions_for(DType half) {
+  if (half == DType::BFloat16) return {bfloat16_to_float, narrow_to_bfloat16};
+  return {half_to_float, float_to_half};
+}
+
+Tensor to_float32(const Tensor& t, const HalfConversions& convert) {
   Tensor out(DType::Float32, t.shape());
-  half_to_float(t.data_as<uint16_t>(), out.data_as<float>(), t.numel());
+  convert.to_float(t.data_as<uint16_t>(), out.data_as<float>(), t.numel());
   return out;
 }
 
 constexpr size_t kMaxIo = 8;
 
-class Float16Adapter final : public Kernel {
+class HalfAdapter final : public Kernel {
  public:
-  Float16Adapter(KernelInit& init, std::string* why_not, KernelFactory factory) {
+  HalfAdapter(KernelInit& init, std::string* why_not, KernelFactory factory, DType half)
+      : convert_(conversions_for(half)) {
     if (init.inputs.size() > kMaxIo || init.outputs.size() > kMaxIo) {
-      *why_not = "too many inputs for the float16 conversion";
+      *why_not = std::string("too many inputs for the ") + dtype_name(half) + " conversion";
       return;
     }
     std::vector<TensorType> inputs = init.inputs, outputs = init.outputs;
     std::vector<const Tensor*> values = init.values;
     constants_.reserve(inputs.size());
     for (size_t i = 0; i < inputs.size(); ++i) {
-      if (inputs[i].dtype != DType::Float16) continue;
+      if (inputs[i].dtype != half) continue;
       inputs[i].dtype = DType::Float32;
       convert_input_[i] = true;
       if (values[i]) {
-        constants_.push_back(to_float32(*values[i]));
+        constants_.push_back(to_float32(*values[i], convert_));
         values[i] = &constants_.back();
       }
     }
     for (auto& t : outputs)
-      if (t.dtype == DType::Float16) t.dtype = DType::Float32;
+      if (t.dtype == half) t.dtype = DType::Float32;
     KernelInit inner{init.node, init.opset, init.device, inputs, values, outputs};
     inner.num_threads = init.num_threads;
     inner_ = factory(inner, why_not);
@@ -409,7 +427,7 @@ class Float16Adapter final : public Kernel {
     for (size_t i = 0; i < inputs.size(); ++i)
       if (convert_input_[i] && !values[i]) input_at_[i] = ws.take(shape_numel(inputs[i].shape) * sizeof(float));
     for (size_t i = 0; i < init.outputs.size(); ++i)
-      if (init.outputs[i].dtype == DType::Float16) {
+      if (init.outputs[i].dtype == half) {
         convert_output_[i] = true;
         output_at_[i] = ws.take(shape_numel(outputs[i].shape) * sizeof(float));
       }
@@ -433,7 +451,7 @@ class Float16Adapter final : public Kernel {
         continue;
       }
       float* buf = static_cast<float*>(workspace_at(args, input_at_[i]));
-      half_to_float(args.inputs[i]->data_as<uint16_t>(), buf, args.inputs[i]->numel());
+      convert_.to_float(args.inputs[i]->data_as<uint16_t>(), buf, args.inputs[i]->numel());
       in_views[i] = Tensor::view(DType::Float32, args.inputs[i]->shape(), buf);
       ins[i] = &in_views[i];
     }
@@ -449,12 +467,13 @@ class Float16Adapter final : public Kernel {
     inner_->run(inner_args);
     for (size_t i = 0; i < args.outputs.size(); ++i)
       if (outs[i] && convert_output_[i])
-        float_to_half(outs[i]->data_as<float>(), args.outputs[i]->data_as<uint16_t>(), outs[i]->numel());
+        convert_.from_float(outs[i]->data_as<float>(), args.outputs[i]->data_as<uint16_t>(), outs[i]->numel());
   }
 
  private:
+  HalfConversions convert_;
   std::unique_ptr<Kernel> inner_;
-  std::vector<Tensor> constants_;  // float16 constants converted at plan time
+  std::vector<Tensor> constants_;  // 16-bit float constants converted at plan time
   std::array<bool, kMaxIo> convert_input_{}, convert_output_{};
   std::array<int, kMaxIo> const_index_{};
   std::array<size_t, kMaxIo> input_at_{}, output_at_{};
@@ -462,13 +481,13 @@ class Float16Adapter final : public Kernel {
 
 }  // namespace
 
-std::unique_ptr<Kernel> float16_via_float32(KernelInit& init, std::string* why_not, KernelFactory factory) {
+std::unique_ptr<Kernel> half_via_float32(KernelInit& init, std::string* why_not, KernelFactory factory, DType half) {
   for (const TensorType& t : init.inputs)
-    if (t.present() && t.dtype != DType::Float16 && t.dtype != DType::Float32) {
-      *why_not = std::string("float16 mixed with ") + dtype_name(t.dtype) + " is not supported";
+    if (t.present() && t.dtype != half && t.dtype != DType::Float32) {
+      *why_not = std::string(dtype_name(half)) + " mixed with " + dtype_name(t.dtype) + " is not supported";
       return nullptr;
     }
-  auto kernel = std::make_unique<Float16Adapter>(init, why_not, factory);
+  auto kernel = std::make_unique<HalfAdapter>(init, why_not, factory, half);
   if (!kernel->ok()) return nullptr;
   return kernel;
 }

@@ -183,20 +183,32 @@ inline void* workspace_at(const RunArgs& args, size_t offset) {
 // Why a float-only kernel refuses this dtype, or "" when the dtype is float32.
 std::string float32_only(const KernelInit& init, size_t input);
 
-// Float16 support by conversion: builds `factory`'s float32 kernel and converts
-// float16 inputs (constants once, at plan time) and outputs around it. Its run creates
-// small tensor views (a shape vector each); the float32 path is unaffected.
-std::unique_ptr<Kernel> float16_via_float32(KernelInit& init, std::string* why_not, KernelFactory factory);
+// Float16 and bfloat16 support by conversion: builds `factory`'s float32 kernel and
+// converts `half` inputs (constants once, at plan time) and outputs around it. Its run
+// creates small tensor views (a shape vector each); the float32 path is unaffected.
+std::unique_ptr<Kernel> half_via_float32(KernelInit& init, std::string* why_not, KernelFactory factory, DType half);
 
 // How the dense kernels register: a float32 factory, extended to float16 inputs by
 // conversion, with a configuration oneDNN rejects turned into a refusal (so the planner
-// can try elsewhere) instead of an exception from inside oneDNN.
+// can try elsewhere) instead of an exception from inside oneDNN. bfloat16 runs in
+// oneDNN's bf16 kernels where the CPU has them (AVX512_BF16); where oneDNN rejects them
+// (an AVX2 CPU) it is converted to float32 like float16, and is as exact or more.
 template <KernelFactory Factory>
 std::unique_ptr<Kernel> dense_factory(KernelInit& init, std::string* why_not) {
-  try {
+  const auto has = [&](DType type) {
     for (const TensorType& t : init.inputs)
-      if (t.dtype == DType::Float16) return float16_via_float32(init, why_not, Factory);
+      if (t.present() && t.dtype == type) return true;
+    return false;
+  };
+  try {
+    if (has(DType::Float16)) return half_via_float32(init, why_not, Factory, DType::Float16);
     return Factory(init, why_not);
+  } catch (const dnnl::error& e) {
+    *why_not = std::string("oneDNN cannot run this configuration: ") + e.what();
+  }
+  if (!has(DType::BFloat16)) return nullptr;
+  try {
+    return half_via_float32(init, why_not, Factory, DType::BFloat16);
   } catch (const dnnl::error& e) {
     *why_not = std::string("oneDNN cannot run this configuration: ") + e.what();
     return nullptr;
