@@ -13,6 +13,7 @@
 #include "graph/schema.h"
 #include "loader/onnx_loader.h"
 #include "ops/cpu/activation_in_primitive.h"
+#include "ops/cpu/blocked_layouts.h"
 #include "ops/evaluate.h"
 #include "ops/registry.h"
 #include "ops/run_stop.h"
@@ -392,7 +393,9 @@ void Session::Impl::optimize() {
     // EMBER_CPU_LAYOUT=channels-last: the float32 layouts of before the blocked one, to
     // compare against or to work around it.
     const char* layout = std::getenv("EMBER_CPU_LAYOUT");
-    const bool blocked = for_cpu && options.precision != "bf16" && !(layout && std::string(layout) == "channels-last");
+    std::optional<BlockedLayouts> blocked;
+    if (for_cpu && options.precision != "bf16" && !(layout && std::string(layout) == "channels-last"))
+      blocked = blocked_layouts_for_this_cpu();
     optimize_graph(graph, cpu_node_evaluator(), for_cpu, cuda_half, blocked);
     // bf16 convolutions read bfloat16 anyway: between two of them the value stays so,
     // instead of a float32 write and a reorder back at the reader.

@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <unordered_map>
@@ -122,22 +123,6 @@ bool blocked_conv(const Graph& graph, const Node& n, int64_t block) {
   return depthwise ? group % block == 0 : w[1] % block == 0 && (w[0] / group) % block == 0;
 }
 
-// The blocked layout's block for networks of 1x1 and depthwise convolutions: 8
-// channels. oneDNN 2.6's nChw8c kernels (jit_1x1, jit_dw; AVX2) beat its NHWC ones
-// (brgconv_1x1, brdgmm_dw; AVX-512) on their narrow layers, took 10-40% longer on wide
-// ones, and 8 divides narrow layers' 24, 40 or 72 channels where 16 does not.
-constexpr int64_t kNarrowBlock = 8;
-// For networks with dense convolutions (ResNet): 16, where every convolution fits it.
-// nChw8c ran their 3x3 convs 5-15% slower than NHWC; nChw16c (jit:avx512_core) ran
-// ResNet-50 as fast as NHWC at batch 1 and 4-5% faster at batch 8.
-constexpr int64_t kDenseBlock = 16;
-
-// In blocks of 8, convolutions with at most this many input and output channels run
-// blocked; wider ones channels-last. On MobileNetV3's 112->672 and 160->960 1x1 convs
-// at 14x14 and 7x7 nChw8c took 10-40% longer than NHWC; on its and MobileNetV2's
-// 16..192-channel layers at 112x112 to 28x28 up to 45% less at batch 8.
-constexpr int64_t kNarrowChannels = 256;
-
 // Whether a blocked convolution in blocks of `block` reads X blocked too, or plain
 // because X has fewer channels than a block (a stem reading the image).
 bool fits_blocks(const Graph& graph, const Node& n, int64_t block) {
@@ -145,31 +130,43 @@ bool fits_blocks(const Graph& graph, const Node& n, int64_t block) {
   return blocked_conv(graph, n, block) && (group > 1 || c % block == 0 || c < block);
 }
 
-// The block a graph's convolutions run in, or 0 for channels-last throughout: 8 for a
-// network of 1x1 and depthwise convolutions (MobileNet, EfficientNet and their kin; a
-// stem reading the image aside), 16 for one with dense convolutions that all fit it,
-// else 0; and 0 for a model that transposes to NHWC itself (ConvNeXt's LayerNorms read
-// channels-last: NHWC convolutions cancel those transposes, blocked ones would add
-// conversions around each).
-int64_t block_size_for(const Graph& graph) {
-  bool dense = false, all_fit_dense_block = true;
+// The block a graph's convolutions run in (0: channels-last throughout), and the widest
+// of them that runs blocked. A network of 1x1 and depthwise convolutions (MobileNet,
+// EfficientNet and their kin; a stem reading the image aside) runs in the narrow block
+// while its convolutions are narrow: on AVX-512, oneDNN 2.6's nChw8c kernels (jit_1x1,
+// jit_dw; AVX2 code) took up to 45% less than its NHWC ones (brgconv_1x1, brdgmm_dw) on
+// MobileNet's 16..192-channel layers at batch 8, and 10-40% more on MobileNetV3's
+// 112->672 and 160->960 ones; 8 divides narrow layers' 24, 40 or 72 channels where 16
+// does not. A network with dense convolutions (ResNet) runs in the dense block where
+// they all fit it (nChw16c ran ResNet-50 4-5% faster than NHWC at batch 8 on AVX-512,
+// nChw8c 5-15% slower). On an AVX2 CPU, nChw8c is oneDNN's own format: 10-30% faster
+// than NHWC on dense 3x3 convolutions, equal or faster on the rest. A model that
+// transposes to NHWC itself (ConvNeXt's LayerNorms read channels-last) stays NHWC:
+// NHWC convolutions cancel those transposes, blocked ones would add conversions.
+struct BlockChoice {
+  int64_t block = 0;
+  int64_t max_channels = std::numeric_limits<int64_t>::max();
+};
+
+BlockChoice block_choice_for(const Graph& graph, const BlockedLayouts& layouts) {
+  bool dense = false, all_fit_dense_block = layouts.dense_block > 0;
   for (const Node& n : graph.nodes) {
-    if (is_transpose(n, kToLast) || is_transpose(n, kToFirst)) return 0;
+    if (is_transpose(n, kToLast) || is_transpose(n, kToFirst)) return {};
     if (!planar_conv(graph, n)) continue;
     const Shape& w = graph.initializers.at(n.inputs[1]).shape();
     const int64_t group = n.attributes.get_int_or("group", 1);
     const bool depthwise = group > 1 && w[1] == 1 && w[0] == group;
     const bool pointwise = w[2] == 1 && w[3] == 1;
-    dense = dense || (!depthwise && !pointwise && w[1] * group >= kNarrowBlock);
-    all_fit_dense_block = all_fit_dense_block && fits_blocks(graph, n, kDenseBlock);
+    dense = dense || (!depthwise && !pointwise && w[1] * group >= layouts.narrow_block);
+    all_fit_dense_block = all_fit_dense_block && fits_blocks(graph, n, layouts.dense_block);
   }
-  if (!dense) return kNarrowBlock;
-  return all_fit_dense_block ? kDenseBlock : 0;
+  if (!dense) return {layouts.narrow_block, layouts.narrow_channels};
+  return all_fit_dense_block ? BlockChoice{layouts.dense_block} : BlockChoice{};
 }
 
 class LayoutPlanner {
  public:
-  LayoutPlanner(Graph& graph, int64_t block) : graph_(graph), block_(block) {}
+  LayoutPlanner(Graph& graph, BlockChoice choice) : graph_(graph), block_(choice.block), max_channels_(choice.max_channels) {}
 
   int run() {
     std::vector<Node> nodes = std::move(graph_.nodes);
@@ -234,7 +231,7 @@ class LayoutPlanner {
     return at;
   }
 
-  // A convolution runs blocked where it can (in blocks of 8, while narrow), unless its
+  // A convolution runs blocked where it can (while narrow enough), unless its
   // input is channels-last already: a network goes blocked from its stem and channels-
   // last at its first wide convolution, and stays so (a bottleneck, narrow between wide
   // convolutions, would otherwise convert twice). A convolution that cannot fit blocks stays
@@ -244,8 +241,7 @@ class LayoutPlanner {
   std::optional<Form> form_for(const Node& n, Role role) const {
     if (role == Role::Conv) {
       const Shape& w = graph_.initializers.at(n.inputs[1]).shape();
-      const bool narrow =
-          block_ != kNarrowBlock || std::max(w[0], w[1] * n.attributes.get_int_or("group", 1)) <= kNarrowChannels;
+      const bool narrow = std::max(w[0], w[1] * n.attributes.get_int_or("group", 1)) <= max_channels_;
       const bool input_last = has_form(n.inputs[0], Form::Last) && !has_form(n.inputs[0], Form::Blocked);
       const bool blockable = block_ > 0 && blocked_conv(graph_, n, block_);
       if (blockable && narrow && !input_last) return Form::Blocked;
@@ -383,6 +379,7 @@ class LayoutPlanner {
 
   Graph& graph_;
   int64_t block_;  // 0: no blocked layout
+  int64_t max_channels_;  // wider convolutions run channels-last
   std::unordered_map<std::string, std::unordered_map<Form, std::string>> forms_;  // value -> its other forms
   std::unordered_map<std::string, std::string> alias_;  // value -> the value read in its place
   int converted_ = 0;
@@ -390,8 +387,10 @@ class LayoutPlanner {
 
 }  // namespace
 
-int plan_channels_last(Graph& graph) { return LayoutPlanner(graph, 0).run(); }
+int plan_channels_last(Graph& graph) { return LayoutPlanner(graph, {}).run(); }
 
-int plan_cpu_layouts(Graph& graph) { return LayoutPlanner(graph, block_size_for(graph)).run(); }
+int plan_cpu_layouts(Graph& graph, const BlockedLayouts& layouts) {
+  return LayoutPlanner(graph, block_choice_for(graph, layouts)).run();
+}
 
 }  // namespace ember

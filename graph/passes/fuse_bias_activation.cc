@@ -155,7 +155,8 @@ class Fuser {
 
 int fuse_bias_activation(Graph& graph) { return Fuser(graph).run(); }
 
-void optimize_graph(Graph& graph, const NodeEvaluator& evaluate, bool for_cpu, bool channels_last, bool blocked) {
+void optimize_graph(Graph& graph, const NodeEvaluator& evaluate, bool for_cpu, bool channels_last,
+                    const std::optional<BlockedLayouts>& blocked) {
   fold_constants(graph, evaluate);
   eliminate_dead_code(graph);
   fold_conv_batchnorm(graph);
@@ -168,7 +169,7 @@ void optimize_graph(Graph& graph, const NodeEvaluator& evaluate, bool for_cpu, b
   if (!for_cpu) fuse_attention(graph);
   fuse_bias_activation(graph);
   fuse_add_layer_norm(graph);  // after the conv epilogues have taken their residual Adds
-  if (for_cpu && blocked) plan_cpu_layouts(graph);
+  if (for_cpu && blocked) plan_cpu_layouts(graph, *blocked);
   else if (for_cpu || channels_last) plan_channels_last(graph);
   if (for_cpu) fold_matmul_transposes(graph);
   fuse_elementwise(graph);  // after the GEMM/conv epilogues have taken what they can

@@ -7,6 +7,7 @@
 #include <ember/core/tensor.h>
 
 #include <functional>
+#include <optional>
 #include <vector>
 
 namespace ember {
@@ -72,13 +73,22 @@ int fuse_elementwise(Graph& graph);
 // cancel against the model's own. Each Nhwc node's decomposition is its original
 // between transposes. Returns how many nodes went channels-last.
 int plan_channels_last(Graph& graph);
+// Which blocked layouts the CPU's convolution kernels run fastest in, measured per
+// instruction set (the engine picks the set for the CPU it runs on). The defaults are
+// AVX-512's: oneDNN 2.6's nChw8c kernels beat its NHWC ones on narrow 1x1 and depthwise
+// layers and lost on wide ones, and its nChw16c ones won on dense networks.
+struct BlockedLayouts {
+  int64_t narrow_block = 8;       // networks of 1x1 and depthwise convolutions
+  int64_t narrow_channels = 256;  // ... whose convolutions this wide at most run blocked
+  int64_t dense_block = 16;       // networks with dense convolutions; 0: channels-last
+};
 // The same for the CPU's float32 sessions, blocked where it pays: convolutions become
-// com.ember BlockedConv (oneDNN's nChw8c in networks of 1x1 and depthwise convolutions,
-// while narrow; nChw16c in dense networks whose channels all fit it) and the nodes they
-// feed Blocked* forms, with ToBlocked / FromBlocked where a value changes layout; other
-// graphs (and a model with NHWC transposes of its own) are planned channels-last as
-// above. Returns how many nodes changed layout.
-int plan_cpu_layouts(Graph& graph);
+// com.ember BlockedConv (in `layouts.narrow_block` in networks of 1x1 and depthwise
+// convolutions, while narrow; in `layouts.dense_block` in dense networks whose channels
+// all fit it) and the nodes they feed Blocked* forms, with ToBlocked / FromBlocked where
+// a value changes layout; other graphs (and a model with NHWC transposes of its own) are
+// planned channels-last as above. Returns how many nodes changed layout.
+int plan_cpu_layouts(Graph& graph, const BlockedLayouts& layouts = {});
 
 // All of the above in order; `evaluate` folds constants. `for_cpu`: the graph runs on
 // the CPU with float32 values, so the passes only its kernels follow run too
@@ -87,10 +97,10 @@ int plan_cpu_layouts(Graph& graph);
 // attention kernel).
 // `channels_last`: plan_channels_last for a graph that is not for the CPU too (CUDA
 // float16 sessions: cuDNN's tensor-core convolutions read NHWC); for_cpu implies it.
-// `blocked`: with for_cpu, plan_cpu_layouts instead (float32 CPU sessions; bf16 ones
-// keep bfloat16 between channels-last convolutions).
+// `blocked`: with for_cpu, plan_cpu_layouts with these layouts instead (float32 CPU
+// sessions; bf16 ones keep bfloat16 between channels-last convolutions).
 void optimize_graph(Graph& graph, const NodeEvaluator& evaluate, bool for_cpu = false, bool channels_last = false,
-                    bool blocked = false);
+                    const std::optional<BlockedLayouts>& blocked = std::nullopt);
 
 // A question the engine answers about a node from its kernels (graph/ never reaches
 // into ops/).

@@ -8,6 +8,7 @@
 
 #include "graph_test_util.h"
 
+#include <limits>
 #include <random>
 
 namespace ember {
@@ -139,7 +140,7 @@ TEST(ChannelsLast, TheModelsOwnTransposesCancel) {
   for (bool blocked : {false, true}) {
     SCOPED_TRACE(blocked ? "blocked allowed" : "channels-last");
     Graph g = original;
-    optimize_graph(g, cpu_node_evaluator(), true, false, blocked);
+    optimize_graph(g, cpu_node_evaluator(), true, false, blocked ? std::optional(BlockedLayouts{}) : std::nullopt);
     EXPECT_EQ(count_ops(g, "NhwcConv"), 1);
     EXPECT_EQ(count_ops(g, "Transpose"), 2) << "x in and y out; the model's two are gone";
     expect_same_results(original, g, {x}, 1e-4f);
@@ -204,9 +205,14 @@ Attributes window(int64_t k, int64_t stride, int64_t pad) {
   return a;
 }
 
-void optimize_blocked(Graph& g) {
-  optimize_graph(g, cpu_node_evaluator(), /*for_cpu=*/true, /*channels_last=*/false, /*blocked=*/true);
+// AVX-512's layouts (BlockedLayouts' defaults) unless told.
+void optimize_blocked(Graph& g, const BlockedLayouts& layouts = {}) {
+  optimize_graph(g, cpu_node_evaluator(), /*for_cpu=*/true, /*channels_last=*/false, layouts);
 }
+
+// An AVX2 CPU's (ops/cpu/blocked_layouts.h): nChw8c for every network and width.
+constexpr BlockedLayouts kAvx2Layouts{.narrow_block = 8, .narrow_channels = std::numeric_limits<int64_t>::max(),
+                                      .dense_block = 8};
 
 int count_attribute(const Graph& g, const std::string& op, const char* attribute, int64_t value) {
   int n = 0;
@@ -308,6 +314,32 @@ TEST(BlockedLayout, ADenseNetworkRunsInBlocksOf16) {
   EXPECT_EQ(count_ops(g, "BlockedMaxPool"), 1);
   EXPECT_EQ(count_ops(g, "FromBlocked"), 1) << "only the graph output";
   expect_same_results(original, g, {random_tensor({2, 3, 7, 6}, rng)}, 1e-4f);
+}
+
+// On an AVX2 CPU every convolution runs in blocks of 8: the wide one of the MobileNet
+// above, and a dense network's.
+TEST(BlockedLayout, OnAvx2EveryConvRunsInBlocksOf8) {
+  std::mt19937 rng(26);
+  const Graph mobile = mobile_graph(rng);
+  Graph g = mobile;
+  optimize_blocked(g, kAvx2Layouts);
+  EXPECT_EQ(count_ops(g, "BlockedConv"), 6);
+  EXPECT_EQ(count_ops(g, "NhwcConv"), 0);
+  EXPECT_EQ(count_ops(g, "BlockedGlobalAveragePool"), 2);
+  EXPECT_EQ(count_attribute(g, "FromBlocked", "channels_last", 1), 0);
+  expect_same_results(mobile, g, {random_tensor({2, 3, 9, 7}, rng)}, 1e-4f);
+
+  Graph dense = cnn_input();
+  dense.initializers["w1"] = random_tensor({8, 3, 3, 3}, rng);
+  dense.initializers["w2"] = random_tensor({8, 8, 3, 3}, rng);
+  dense.nodes = {make_node("Conv", {"x", "w1"}, {"a"}, conv_attributes(3, 1)),
+                 make_node("Conv", {"a", "w2"}, {"y"}, conv_attributes(3, 1))};
+  dense.outputs.push_back({"y", DType::Float32, {}, false});
+  const Graph original = dense;
+  optimize_blocked(dense, kAvx2Layouts);
+  EXPECT_EQ(count_attribute(dense, "BlockedConv", "block", 8), 2);
+  EXPECT_EQ(count_ops(dense, "NhwcConv"), 0);
+  expect_same_results(original, dense, {random_tensor({1, 3, 6, 5}, rng)}, 1e-4f);
 }
 
 // Dense 3x3 convolutions ran slower in blocks of 8 than channels-last: a dense network

@@ -1,0 +1,16 @@
+// Asked by the engine of the CPU it runs on (plan_cpu_layouts): which blocked layouts
+// oneDNN's convolution kernels run fastest in here, by the instruction set oneDNN uses.
+#pragma once
+
+#include "graph/passes/passes.h"
+
+#include <optional>
+
+namespace ember {
+
+// AVX-512: the defaults of BlockedLayouts. AVX2: nChw8c for every network and width
+// (oneDNN has no AVX2 kernel for nChw16c: it would run its reference loops, a thousand
+// times slower). Older: none (channels-last planning).
+std::optional<BlockedLayouts> blocked_layouts_for_this_cpu();
+
+}  // namespace ember
