@@ -342,7 +342,10 @@ TEST(BoundedMemory, AThousandShapesStayWithinTheMemoryOfTheLargest) {
   GTEST_SKIP() << "resident memory under ThreadSanitizer counts its shadow memory, which grows with every address "
                   "the walk touches and is not given back with the freed blocks";
 #endif
-  EXPECT_LE(after, warm + warm / 10) << "after the largest shapes: " << warm << " bytes, after the walk: " << after
+  // 10%, or 4 MiB at least: glibc's heap after a thousand evictions (a leak of a plan or
+  // an arena per shape would be hundreds of MiB).
+  EXPECT_LE(after, warm + std::max<int64_t>(warm / 10, int64_t{4} << 20))
+      << "after the largest shapes: " << warm << " bytes, after the walk: " << after
                                      << "\n" << report.to_string();
   // What the report names is what the session added to the process, within what it
   // cannot see (oneDNN's primitive cache, allocator slack): 10%, or 8 MiB at least.
