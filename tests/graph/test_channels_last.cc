@@ -316,6 +316,17 @@ TEST(BlockedLayout, ADenseNetworkRunsInBlocksOf16) {
   expect_same_results(original, g, {random_tensor({2, 3, 7, 6}, rng)}, 1e-4f);
 }
 
+// A dense network whose 8 channels fit blocks of 8 but not of 16: two 3x3 convs.
+Graph two_dense_convs_of_8(std::mt19937& rng) {
+  Graph g = cnn_input();
+  g.initializers["w1"] = random_tensor({8, 3, 3, 3}, rng);
+  g.initializers["w2"] = random_tensor({8, 8, 3, 3}, rng);
+  g.nodes = {make_node("Conv", {"x", "w1"}, {"a"}, conv_attributes(3, 1)),
+             make_node("Conv", {"a", "w2"}, {"y"}, conv_attributes(3, 1))};
+  g.outputs.push_back({"y", DType::Float32, {}, false});
+  return g;
+}
+
 // On an AVX2 CPU every convolution runs in blocks of 8: the wide one of the MobileNet
 // above, and a dense network's.
 TEST(BlockedLayout, OnAvx2EveryConvRunsInBlocksOf8) {
@@ -329,12 +340,7 @@ TEST(BlockedLayout, OnAvx2EveryConvRunsInBlocksOf8) {
   EXPECT_EQ(count_attribute(g, "FromBlocked", "channels_last", 1), 0);
   expect_same_results(mobile, g, {random_tensor({2, 3, 9, 7}, rng)}, 1e-4f);
 
-  Graph dense = cnn_input();
-  dense.initializers["w1"] = random_tensor({8, 3, 3, 3}, rng);
-  dense.initializers["w2"] = random_tensor({8, 8, 3, 3}, rng);
-  dense.nodes = {make_node("Conv", {"x", "w1"}, {"a"}, conv_attributes(3, 1)),
-                 make_node("Conv", {"a", "w2"}, {"y"}, conv_attributes(3, 1))};
-  dense.outputs.push_back({"y", DType::Float32, {}, false});
+  Graph dense = two_dense_convs_of_8(rng);
   const Graph original = dense;
   optimize_blocked(dense, kAvx2Layouts);
   EXPECT_EQ(count_attribute(dense, "BlockedConv", "block", 8), 2);
@@ -346,12 +352,7 @@ TEST(BlockedLayout, OnAvx2EveryConvRunsInBlocksOf8) {
 // whose channels do not fit blocks of 16 is planned channels-last throughout.
 TEST(BlockedLayout, ADenseNetworkOutOfBlocksOf16StaysChannelsLast) {
   std::mt19937 rng(22);
-  Graph g = cnn_input();
-  g.initializers["w1"] = random_tensor({8, 3, 3, 3}, rng);
-  g.initializers["w2"] = random_tensor({8, 8, 3, 3}, rng);
-  g.nodes = {make_node("Conv", {"x", "w1"}, {"a"}, conv_attributes(3, 1)),
-             make_node("Conv", {"a", "w2"}, {"y"}, conv_attributes(3, 1))};
-  g.outputs.push_back({"y", DType::Float32, {}, false});
+  Graph g = two_dense_convs_of_8(rng);
   const Graph original = g;
   optimize_blocked(g);
   EXPECT_EQ(count_ops(g, "BlockedConv"), 0);
