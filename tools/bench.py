@@ -10,9 +10,14 @@ Runtime in-process (CPUExecutionProvider, intra-op threads N, inter-op 1, ORT_EN
 sequential execution, float32; warm-up runs, then R timed runs), then ember through
 `infer model.onnx name=in.npy ... --threads N --precision P --warmup W --repeat R
 --summary-json F`, once per precision in --precisions (ORT stays float32: the ratio is
-against what users run today). With --rounds K both are timed K times, alternating, and
-the median round counts. Prints a markdown table; ratio = ORT p50 / ember p50, so > 1
-means ember is faster. Benchmarks are not tests: nothing here asserts a time.
+against what users run today). Both are timed in --rounds K rounds (default 3),
+alternating, each round with 1/K of the time budget, so that a slow spell of a shared
+machine falls on both engines of a round (on the 2-core cloud machines this project
+runs on, a register-bound FMA loop ran at 77 to 100 GFLOP/s per core from one minute to
+the next). Each
+round gives a ratio, ORT p50 / ember p50, so > 1 means ember is faster; the table shows
+the median round's ratio and the lowest and highest, and the median round's p50 and
+items/s per engine. Benchmarks are not tests: nothing here asserts a time.
 
 Any .onnx file given on the command line is timed the same way, once, with random
 inputs of its declared dtypes and shapes: symbolic dims from --dims (a dim without a
@@ -41,9 +46,9 @@ from check_models import escape_name  # noqa: E402  (same file names as the mode
 
 SEED = 4321
 WARMUP = 2
-# Without --repeat, R is what fits in this many seconds of ONNX Runtime time (the first
-# warm-up run measures it), within [MIN_REPEAT, MAX_REPEAT]: the default 4 models x 2
-# batches then take a few minutes on 2 cores.
+# Without --repeat, R is what fits in this many seconds of ONNX Runtime time divided by
+# the rounds (the first warm-up run measures it), within [MIN_REPEAT, MAX_REPEAT]: the
+# default 4 models x 2 batches then take a few minutes on 2 cores.
 TIME_BUDGET_S = 6.0
 MIN_REPEAT, MAX_REPEAT = 3, 100
 
@@ -67,6 +72,11 @@ def summarize(ms, batch):
             "throughput": {"items_per_s": batch * 1000.0 / mean}}
 
 
+def ratios_of_rounds(ort_rounds, ember_rounds):
+    """ORT p50 / ember p50 of each round (the two timed back to back), sorted."""
+    return sorted(o["latency_ms"]["p50"] / e["latency_ms"]["p50"] for o, e in zip(ort_rounds, ember_rounds))
+
+
 def median_of_rounds(summaries):
     """One summary for several rounds of the same case: the median round's p50 and
     throughput (a round disturbed by the machine moves neither)."""
@@ -83,9 +93,9 @@ def ort_session(path, threads):
     return ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
 
 
-def time_ort(path, inputs, threads, repeat):
-    """Returns (summary, repeat used). The session goes when it returns: its idle
-    threads would take CPU from ember's timing."""
+def time_ort(path, inputs, threads, repeat, budget_s):
+    """Returns (summary, repeat used: `repeat`, or what fits in budget_s). The session
+    goes when it returns: its idle threads would take CPU from ember's timing."""
     session = ort_session(path, threads)
     first = None
     for _ in range(WARMUP):
@@ -93,7 +103,7 @@ def time_ort(path, inputs, threads, repeat):
         session.run(None, inputs)
         first = first or time.perf_counter() - start
     if repeat is None:
-        repeat = int(min(max(TIME_BUDGET_S / first, MIN_REPEAT), MAX_REPEAT))
+        repeat = int(min(max(budget_s / first, MIN_REPEAT), MAX_REPEAT))
     ms = []
     for _ in range(repeat):
         start = time.perf_counter()
@@ -187,7 +197,7 @@ def bench_case(args, label, path, inputs, case_dir):
     repeat = args.repeat
     ort_rounds, ember_rounds, stderr = [], {p: [] for p in args.precisions}, {}
     for _ in range(args.rounds):
-        summary, repeat = time_ort(path, inputs, args.threads, repeat)
+        summary, repeat = time_ort(path, inputs, args.threads, repeat, TIME_BUDGET_S / args.rounds)
         ort_rounds.append(summary)
         for precision in args.precisions:
             if len(ember_rounds[precision]) < len(ort_rounds) - 1:
@@ -205,12 +215,14 @@ def bench_case(args, label, path, inputs, case_dir):
         ember_summary = median_of_rounds(ember_rounds[precision]) if done else None
         head = f"| {label} | {batch} | {precision} |"
         if ember_summary is None:
-            rows.append(f"{head} failed | {format_ms(ort_p50)} | - | - | {ort_summary['throughput']['items_per_s']:.1f} | {runs} |")
+            rows.append(f"{head} failed | {format_ms(ort_p50)} | - | - | - | {ort_summary['throughput']['items_per_s']:.1f} | {runs} |")
             errors.append(f"{label} batch {batch} {precision}: {stderr[precision]}")
             continue
         ember_p50 = ember_summary["latency_ms"]["p50"]
-        rows.append(f"{head} {format_ms(ember_p50)} | {format_ms(ort_p50)} | {ort_p50 / ember_p50:.2f} | "
-                    f"{ember_summary['throughput']['items_per_s']:.1f} | {ort_summary['throughput']['items_per_s']:.1f} | {runs} |")
+        ratios = ratios_of_rounds(ort_rounds, ember_rounds[precision])
+        rows.append(f"{head} {format_ms(ember_p50)} | {format_ms(ort_p50)} | {statistics.median(ratios):.2f} | "
+                    f"{ratios[0]:.2f}-{ratios[-1]:.2f} | {ember_summary['throughput']['items_per_s']:.1f} | "
+                    f"{ort_summary['throughput']['items_per_s']:.1f} | {runs} |")
     return rows, errors
 
 
@@ -257,9 +269,10 @@ def main():
     parser.add_argument("--repeat", type=int, default=None,
                         help=f"timed runs (default: ~{TIME_BUDGET_S:g} s of ORT time, "
                              f"{MIN_REPEAT} to {MAX_REPEAT})")
-    parser.add_argument("--rounds", type=int, default=1,
+    parser.add_argument("--rounds", type=int, default=3,
                         help="time each case this many times, alternating the engines, and report the "
-                             "median round (p50 and items/s); runs = repeat x rounds")
+                             "median round's ratio with the lowest and highest (and its p50 and items/s); "
+                             "runs = repeat x rounds")
     parser.add_argument("--work", default=os.path.join(REPO, "build", "models"),
                         help="folder for built models and inputs")
     parser.add_argument("--build-type", default=None,
@@ -286,9 +299,9 @@ def main():
     print(f"ember build: {args.build_type or build_type_of(args.infer)}; threads: {args.threads}; "
           f"ONNX Runtime {ort.__version__} (CPU EP, ORT_ENABLE_ALL, sequential, inter-op 1); "
           f"{WARMUP} warm-up runs each\n")
-    print("| model | batch | ember precision | ember p50 ms | ORT p50 ms (fp32) | ORT/ember | ember items/s | "
-          "ORT items/s | runs |")
-    print("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |", flush=True)
+    print("| model | batch | ember precision | ember p50 ms | ORT p50 ms (fp32) | ORT/ember | rounds' ORT/ember | "
+          "ember items/s | ORT items/s | runs |")
+    print("| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |", flush=True)
     cases = [lambda name=name, batch=batch: builder_case(args, name, batch) for name in models for batch in batches]
     cases += [lambda path=path: file_case(args, path) for path in args.files]
     failures = []
