@@ -169,8 +169,13 @@ void optimize_graph(Graph& graph, const NodeEvaluator& evaluate, bool for_cpu, b
   if (!for_cpu) fuse_attention(graph);
   fuse_bias_activation(graph);
   fuse_add_layer_norm(graph);  // after the conv epilogues have taken their residual Adds
-  if (for_cpu && blocked) plan_cpu_layouts(graph, *blocked);
-  else if (for_cpu || channels_last) plan_channels_last(graph);
+  if (for_cpu && blocked) {
+    plan_cpu_layouts(graph, *blocked);
+    eliminate_dead_code(graph);  // the plain forms no one reads, before counting readers
+    fuse_pointwise_depthwise(graph);
+  } else if (for_cpu || channels_last) {
+    plan_channels_last(graph);
+  }
   if (for_cpu) fold_matmul_transposes(graph);
   fuse_elementwise(graph);  // after the GEMM/conv epilogues have taken what they can
   eliminate_dead_code(graph);

@@ -89,6 +89,10 @@ struct BlockedLayouts {
 // a value changes layout; other graphs (and a model with NHWC transposes of its own) are
 // planned channels-last as above. Returns how many nodes changed layout.
 int plan_cpu_layouts(Graph& graph, const BlockedLayouts& layouts = {});
+// After plan_cpu_layouts: a 1x1 BlockedConv whose output only a depthwise 3x3
+// BlockedConv reads (MobileNet's expansion and its filter) becomes com.ember
+// BlockedPointwiseDepthwiseConv, with the two as its decomposition. Returns how many.
+int fuse_pointwise_depthwise(Graph& graph);
 
 // All of the above in order; `evaluate` folds constants. `for_cpu`: the graph runs on
 // the CPU with float32 values, so the passes only its kernels follow run too
@@ -97,8 +101,9 @@ int plan_cpu_layouts(Graph& graph, const BlockedLayouts& layouts = {});
 // attention kernel).
 // `channels_last`: plan_channels_last for a graph that is not for the CPU too (CUDA
 // float16 sessions: cuDNN's tensor-core convolutions read NHWC); for_cpu implies it.
-// `blocked`: with for_cpu, plan_cpu_layouts with these layouts instead (float32 CPU
-// sessions; bf16 ones keep bfloat16 between channels-last convolutions).
+// `blocked`: with for_cpu, plan_cpu_layouts with these layouts instead, then
+// fuse_pointwise_depthwise (float32 CPU sessions; bf16 ones keep bfloat16 between
+// channels-last convolutions).
 void optimize_graph(Graph& graph, const NodeEvaluator& evaluate, bool for_cpu = false, bool channels_last = false,
                     const std::optional<BlockedLayouts>& blocked = std::nullopt);
 

@@ -273,9 +273,11 @@ TEST(BlockedLayout, AMobileNetRunsBlockedUntilItsFirstWideConv) {
   Graph g = original;
   optimize_blocked(g);
   // Stem (reading x plain), expand, depthwise, squeeze-excite's expansion (reading its 4
-  // reduced channels plain) and project (with the residual) run blocked; the reduction
-  // to 4 channels cannot and stays plain; the 264-channel conv goes channels-last.
-  EXPECT_EQ(count_ops(g, "BlockedConv"), 5);
+  // reduced channels plain) and project (with the residual) run blocked, expand and
+  // depthwise as one node; the reduction to 4 channels cannot and stays plain; the
+  // 264-channel conv goes channels-last.
+  EXPECT_EQ(count_ops(g, "BlockedConv"), 3);
+  EXPECT_EQ(count_ops(g, "BlockedPointwiseDepthwiseConv"), 1);
   EXPECT_EQ(count_ops(g, "FusedConv") + count_ops(g, "Conv"), 1);
   EXPECT_EQ(count_ops(g, "NhwcConv"), 1);
   EXPECT_EQ(count_ops(g, "BlockedMaxPool"), 1);
@@ -329,12 +331,38 @@ Graph two_dense_convs_of_8(std::mt19937& rng) {
 
 // On an AVX2 CPU every convolution runs in blocks of 8: the wide one of the MobileNet
 // above, and a dense network's.
+// Only a 1x1 whose output nothing else reads, into a 3x3 depthwise conv, fuses with it:
+// not an expansion a second node reads, nor one a 5x5 filter reads.
+TEST(BlockedLayout, AnExpansionReadTwiceOrFilteredBy5x5StaysTwoConvolutions) {
+  std::mt19937 rng(27);
+  Graph g = cnn_input();
+  g.initializers["w_stem"] = random_tensor({8, 3, 3, 3}, rng);
+  g.initializers["w_e1"] = random_tensor({16, 8, 1, 1}, rng);
+  g.initializers["w_d1"] = random_tensor({16, 1, 3, 3}, rng);
+  g.initializers["w_e2"] = random_tensor({16, 8, 1, 1}, rng);
+  g.initializers["w_d2"] = random_tensor({16, 1, 5, 5}, rng);
+  g.nodes = {make_node("Conv", {"x", "w_stem"}, {"s"}, conv_attributes(3, 1)),
+             make_node("Conv", {"s", "w_e1"}, {"e1"}, conv_attributes(1, 0)),
+             make_node("Conv", {"e1", "w_d1"}, {"d1"}, conv_attributes(3, 1, 16)),
+             make_node("Add", {"d1", "e1"}, {"sum"}),
+             make_node("Conv", {"s", "w_e2"}, {"e2"}, conv_attributes(1, 0)),
+             make_node("Conv", {"e2", "w_d2"}, {"d2"}, conv_attributes(5, 2, 16)),
+             make_node("Concat", {"sum", "d2"}, {"y"}, [] { Attributes a; a.set_int("axis", 1); return a; }())};
+  g.outputs.push_back({"y", DType::Float32, {}, false});
+  const Graph original = g;
+  optimize_blocked(g, kAvx2Layouts);
+  EXPECT_EQ(count_ops(g, "BlockedPointwiseDepthwiseConv"), 0);
+  EXPECT_EQ(count_ops(g, "BlockedConv"), 5);
+  expect_same_results(original, g, {random_tensor({1, 3, 10, 9}, rng)}, 1e-4f);
+}
+
 TEST(BlockedLayout, OnAvx2EveryConvRunsInBlocksOf8) {
   std::mt19937 rng(26);
   const Graph mobile = mobile_graph(rng);
   Graph g = mobile;
   optimize_blocked(g, kAvx2Layouts);
-  EXPECT_EQ(count_ops(g, "BlockedConv"), 6);
+  EXPECT_EQ(count_ops(g, "BlockedConv"), 4);
+  EXPECT_EQ(count_ops(g, "BlockedPointwiseDepthwiseConv"), 1);
   EXPECT_EQ(count_ops(g, "NhwcConv"), 0);
   EXPECT_EQ(count_ops(g, "BlockedGlobalAveragePool"), 2);
   EXPECT_EQ(count_attribute(g, "FromBlocked", "channels_last", 1), 0);
