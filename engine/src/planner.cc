@@ -210,6 +210,7 @@ void PlanBuilder::add_node(const Node& node) {
     // the fused op) runs as the nodes it was fused from.
     const Attribute* parts = node.attributes.find(kDecompositionAttribute);
     if (parts && parts->g) {
+      plan_->notes.push_back(node.label() + " runs as the nodes it was fused from (" + choice.reasons + ")");
       for (const Node& part : parts->g->nodes) add_node(part);
       return;
     }

@@ -248,5 +248,36 @@ TEST(FusionAudit, EveryPatternRunsOptimizedAndGivesTheGraphsResult) {
   }
 }
 
+// MobileNet's expansion and its depthwise filter (graph/passes/fuse_pointwise_depthwise.cc):
+// one node where the expansion is large (2 x 96 x 112 x 112 floats), and where it is
+// small the two convolutions, with a note in the explanation saying why.
+TEST(FusionAudit, AnExpansionAndItsDepthwiseConvRunAsOneWhereTheExpansionIsLarge) {
+  if (!__builtin_cpu_supports("avx2")) GTEST_SKIP() << "CPUs without AVX2 plan convolutions channels-last, unfused";
+  Builder b({"batch", "16", "size", "size"});
+  b.weight("w", {96, 16, 1, 1});
+  b.weight("w_dw", {96, 1, 3, 3});
+  b.node("Conv", {"x", "w"}, "e");
+  b.node("Relu", {"e"}, "r");
+  onnx::NodeProto* dw = b.node("Conv", {"r", "w_dw"}, "d");
+  set_int(dw, "group", 96);
+  set_ints(dw, "pads", {1, 1, 1, 1});
+  set_ints(dw, "strides", {2, 2});
+  b.node("Relu", {"d"}, "y");
+  const std::string bytes = b.model.SerializeAsString();
+  Session as_written = Session::from_bytes(as_bytes(bytes), {.num_threads = 2, .optimization = GraphOptimization::None});
+  Session optimized = Session::from_bytes(as_bytes(bytes), {.num_threads = 2});
+  for (const auto& [shape, fuses] : {std::pair{Shape{1, 16, 8, 8}, false}, std::pair{Shape{2, 16, 112, 112}, true}}) {
+    SCOPED_TRACE("x " + shape_to_string(shape));
+    const Tensor x = test::random_float_tensor(shape, 7);
+    const Tensor want = as_written.run({{"x", x}})[0];
+    const Tensor got = optimized.run({{"x", x}})[0];
+    ASSERT_EQ(got.shape(), want.shape());
+    EXPECT_LE(worst_difference(got, want), 1e-5);  // float32 sums of 16, then 9, products
+    const std::string explanation = optimized.explain(std::span<const Tensor>(&x, 1));
+    const char* expected = fuses ? "as pointwise+depthwise" : "runs as the nodes it was fused from (cpu: the 1x1's output";
+    EXPECT_NE(explanation.find(expected), std::string::npos) << explanation;
+  }
+}
+
 }  // namespace
 }  // namespace ember
