@@ -14,10 +14,9 @@ against what users run today). Both are timed in --rounds K rounds (default 3),
 alternating, each round with 1/K of the time budget, so that a slow spell of a shared
 machine falls on both engines of a round (on the 2-core cloud machines this project
 runs on, a register-bound FMA loop ran at 77 to 100 GFLOP/s per core from one minute to
-the next). Each
-round gives a ratio, ORT p50 / ember p50, so > 1 means ember is faster; the table shows
-the median round's ratio and the lowest and highest, and the median round's p50 and
-items/s per engine. Benchmarks are not tests: nothing here asserts a time.
+the next). Each round gives a ratio, ORT p50 / ember p50, so > 1 means ember is faster;
+the table shows the median round's ratio and the lowest and highest, and the median
+round's p50 and items/s per engine. Benchmarks are not tests: nothing here asserts a time.
 
 Any .onnx file given on the command line is timed the same way, once, with random
 inputs of its declared dtypes and shapes: symbolic dims from --dims (a dim without a

@@ -31,13 +31,16 @@ bool plain_geometry(const Node& n) {
          all_equal(at.get_ints_or("dilations", {}), 1);
 }
 
-// A 1x1 convolution of a blocked X (its input channels fill blocks), stride 1, no padding.
-bool pointwise(const Graph& graph, const Node& n) {
+// A 1x1 convolution of a blocked X (its input channels fill blocks), stride 1, no
+// padding: its weights' shape, or none.
+const Shape* pointwise(const Graph& graph, const Node& n) {
   const Shape* w = weights_shape(graph, n);
   const auto& at = n.attributes;
-  return w && w->size() == 4 && (*w)[2] == 1 && (*w)[3] == 1 && at.get_int_or("group", 1) == 1 &&
-         (*w)[1] % at.get_int_or("block", 0) == 0 && plain_geometry(n) && all_equal(at.get_ints_or("strides", {}), 1) &&
-         all_equal(at.get_ints_or("pads", {}), 0);
+  const int64_t block = at.get_int_or("block", 0);  // a model's own BlockedConv may lack it
+  const bool is = w && w->size() == 4 && (*w)[2] == 1 && (*w)[3] == 1 && at.get_int_or("group", 1) == 1 &&
+                  block > 0 && (*w)[1] % block == 0 && plain_geometry(n) &&
+                  all_equal(at.get_ints_or("strides", {}), 1) && all_equal(at.get_ints_or("pads", {}), 0);
+  return is ? w : nullptr;
 }
 
 // A depthwise 3x3 convolution of `channels` channels, padding 1 all round, stride 1 or 2.
@@ -48,21 +51,6 @@ bool depthwise_3x3(const Graph& graph, const Node& n, int64_t channels) {
   return w && *w == Shape{channels, 1, 3, 3} && at.get_int_or("group", 1) == channels && plain_geometry(n) &&
          strides.size() == 2 && strides[0] == strides[1] && (strides[0] == 1 || strides[0] == 2) && all_equal(pads, 1) &&
          pads.size() == 4;
-}
-
-Node fused_node(const Node& pw, const Node& dw) {
-  Node f;
-  f.name = pw.name + "+" + dw.name;
-  f.domain = "com.ember";
-  f.op_type = "BlockedPointwiseDepthwiseConv";
-  const auto input = [](const Node& n, size_t i) { return i < n.inputs.size() ? n.inputs[i] : std::string(); };
-  f.inputs = {pw.inputs[0], pw.inputs[1], input(pw, 2), dw.inputs[1], input(dw, 2)};
-  f.outputs = {dw.outputs[0]};
-  for (const auto& [name, a] : pw.attributes.all())
-    if (name != kDecompositionAttribute) f.attributes.set(name, a);
-  for (const auto& [name, a] : dw.attributes.all())
-    if (name != kDecompositionAttribute) f.attributes.set(kDepthwiseAttributePrefix + name, a);
-  return f;
 }
 
 }  // namespace
@@ -78,11 +66,12 @@ int fuse_pointwise_depthwise(Graph& graph) {
     const auto p = producer.find(dw.inputs[0]);
     if (p == producer.end() || dead[p->second]) continue;
     const Node& pw = graph.nodes[p->second];
-    if (!blocked_conv(pw) || !readers.single_reader(pw.outputs[0]) || !pointwise(graph, pw) ||
+    const Shape* pw_weights = blocked_conv(pw) ? pointwise(graph, pw) : nullptr;
+    if (!pw_weights || !readers.single_reader(pw.outputs[0]) ||
         pw.attributes.get_int_or("block", 0) != dw.attributes.get_int_or("block", -1) ||
-        !depthwise_3x3(graph, dw, (*weights_shape(graph, pw))[0]))
+        !depthwise_3x3(graph, dw, (*pw_weights)[0]))
       continue;
-    Node f = fused_node(pw, dw);
+    Node f = pointwise_depthwise_node(pw, dw);
     attach_decomposition(graph, {p->second, static_cast<int>(i)}, f);
     dead[p->second] = dead[i] = true;
     fused.push_back(std::move(f));

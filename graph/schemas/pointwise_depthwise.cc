@@ -39,6 +39,21 @@ std::vector<TensorType> infer_pointwise_depthwise(const InferContext& ctx) {
 
 }  // namespace
 
+Node pointwise_depthwise_node(const Node& pw, const Node& dw) {
+  Node f;
+  f.name = pw.name + "+" + dw.name;
+  f.domain = "com.ember";
+  f.op_type = "BlockedPointwiseDepthwiseConv";
+  f.inputs = {input_or_absent(pw, 0), input_or_absent(pw, 1), input_or_absent(pw, 2), input_or_absent(dw, 1),
+              input_or_absent(dw, 2)};
+  f.outputs = {dw.outputs.at(0)};
+  for (const auto& [name, a] : pw.attributes.all())
+    if (!a.g) f.attributes.set(name, a);  // a.g: the decomposition
+  for (const auto& [name, a] : dw.attributes.all())
+    if (!a.g) f.attributes.set(kDepthwiseAttributePrefix + name, a);
+  return f;
+}
+
 Node pointwise_part(const Node& fused, const std::string& between) {
   Node n = blocked_conv(fused, {input_or_absent(fused, 0), input_or_absent(fused, 1), input_or_absent(fused, 2)}, between);
   for (const auto& [name, a] : fused.attributes.all())

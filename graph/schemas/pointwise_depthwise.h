@@ -23,8 +23,10 @@ namespace ember {
 
 inline constexpr const char* kDepthwiseAttributePrefix = "dw_";
 
-// The fused node's two convolutions as BlockedConv nodes: the 1x1 writing `between`,
-// and the depthwise conv reading it.
+// The fused node of a 1x1 BlockedConv `pw` and the depthwise BlockedConv `dw` reading
+// it (their decompositions left out), and back: its two convolutions as BlockedConv
+// nodes, the 1x1 writing `between` and the depthwise conv reading it.
+Node pointwise_depthwise_node(const Node& pw, const Node& dw);
 Node pointwise_part(const Node& fused, const std::string& between);
 Node depthwise_part(const Node& fused, const std::string& between);
 

@@ -21,19 +21,14 @@ using dnnl::memory;
 // at 28x28 (4.8 MB) 0.92-1.11x, the smaller ones 0.86-1.09x.
 constexpr size_t kFuseFromBytes = size_t{8} << 20;
 
-// The depthwise conv's fused activation (its "dw_" attributes, read as BlockedConv's).
-bool depthwise_activation(const KernelInit& init, ew::Activation* act, std::string* why_not) {
-  return fused_activation_of(depthwise_part(init.node, "between"), act, why_not);
-}
-
 class PointwiseDepthwiseKernel final : public Kernel {
  public:
-  PointwiseDepthwiseKernel(KernelInit& init, const ew::Activation& act, const ew::Activation& dw_act) {
+  // `dw_act` and `stride`: the depthwise conv's (its "dw_" attributes).
+  PointwiseDepthwiseKernel(KernelInit& init, const ew::Activation& act, const ew::Activation& dw_act, int64_t stride) {
     const Shape& x = init.inputs[0].shape;  // [N, Ci/b, H, W, b]
     const Shape& w = init.inputs[1].shape;  // [C, Ci, 1, 1]
     const int64_t block = x.back(), channels = w[0];
     const Shape between{x[0], channels / block, x[2], x[3], block};
-    const int64_t stride = depthwise_part(init.node, "between").attributes.get_ints_or("strides", {1, 1})[0];
     has_bias_ = init.inputs[2].present();
     has_dw_bias_ = init.inputs[4].present();
     // Both biases always go to oneDNN, zeros where the node has none: its AVX2 fused
@@ -108,13 +103,15 @@ std::unique_ptr<Kernel> make_pointwise_depthwise(KernelInit& init, std::string* 
     *why_not = "the 1x1's output (" + std::to_string(between_bytes >> 10) + " KiB) stays in cache between two convolutions";
     return nullptr;
   }
+  const Node depthwise = depthwise_part(init.node, "between");
   ew::Activation act, dw_act;
-  if (!fused_activation_of(init.node, &act, why_not) || !depthwise_activation(init, &dw_act, why_not)) return nullptr;
+  if (!fused_activation_of(init.node, &act, why_not) || !fused_activation_of(depthwise, &dw_act, why_not)) return nullptr;
   if (!FusedActivation(act).in_primitive() || !FusedActivation(dw_act).in_primitive()) {
     *why_not = "an activation oneDNN has no post-op for";
     return nullptr;
   }
-  return std::make_unique<PointwiseDepthwiseKernel>(init, act, dw_act);
+  return std::make_unique<PointwiseDepthwiseKernel>(init, act, dw_act,
+                                                    depthwise.attributes.get_ints_or("strides", {1, 1})[0]);
 }
 
 }  // namespace

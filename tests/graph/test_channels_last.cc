@@ -356,6 +356,26 @@ TEST(BlockedLayout, AnExpansionReadTwiceOrFilteredBy5x5StaysTwoConvolutions) {
   expect_same_results(original, g, {random_tensor({1, 3, 10, 9}, rng)}, 1e-4f);
 }
 
+// A model may hold com.ember BlockedConv nodes of its own: one without a block is left
+// alone (the pass once divided by its missing block).
+TEST(BlockedLayout, AModelsOwnBlockedConvsWithoutABlockAreNotFused) {
+  std::mt19937 rng(28);
+  Graph g = cnn_input();
+  g.initializers["w"] = random_tensor({16, 8, 1, 1}, rng);
+  g.initializers["w_dw"] = random_tensor({16, 1, 3, 3}, rng);
+  Node pw = make_node("BlockedConv", {"x", "w"}, {"e"}, conv_attributes(1, 0));
+  Node dw = make_node("BlockedConv", {"e", "w_dw"}, {"y"}, conv_attributes(3, 1, 16));
+  pw.domain = dw.domain = "com.ember";
+  g.nodes = {pw, dw};
+  g.outputs.push_back({"y", DType::Float32, {}, false});
+  EXPECT_EQ(fuse_pointwise_depthwise(g), 0);
+  EXPECT_EQ(count_ops(g, "BlockedConv"), 2);
+  pw.attributes.set_int("block", 8);
+  dw.attributes.set_int("block", 8);
+  g.nodes = {pw, dw};
+  EXPECT_EQ(fuse_pointwise_depthwise(g), 1) << "with their block they fuse";
+}
+
 TEST(BlockedLayout, OnAvx2EveryConvRunsInBlocksOf8) {
   std::mt19937 rng(26);
   const Graph mobile = mobile_graph(rng);
