@@ -100,7 +100,9 @@ Node new_layout_node(const std::string& name, const char* op, const std::string&
   return n;
 }
 
-enum class Role { None, Conv, Pool, Elementwise, Concat };
+// Pool and Norm nodes (BatchNormalization) read one value and become com.ember
+// Nhwc<op> / Blocked<op>; Elementwise and Concat keep their op.
+enum class Role { None, Conv, Pool, Norm, Elementwise, Concat };
 
 // A convolution with constant float32 4-D weights (a 2-D convolution).
 bool planar_conv(const Graph& graph, const Node& n) {
@@ -209,6 +211,7 @@ class LayoutPlanner {
     if (op == "MaxPool") return n.outputs.size() == 1 || n.outputs[1].empty() ? Role::Pool : Role::None;
     if (op == "AveragePool" || op == "GlobalAveragePool" || op == "GlobalMaxPool") return Role::Pool;
     if (op == "Concat") return Role::Concat;
+    if (op == "BatchNormalization") return Role::Norm;
     static const char* const kBroadcasting[] = {"Add", "Sub", "Mul", "Div", "Pow", "PRelu", "Max", "Min", "Sum", "Mean"};
     for (const char* b : kBroadcasting)
       if (op == b) return Role::Elementwise;
@@ -224,7 +227,7 @@ class LayoutPlanner {
   // The inputs that carry the NCHW tensor (or broadcast against it).
   static std::vector<size_t> data_inputs(const Node& n, Role role) {
     if (role == Role::Conv) return n.inputs.size() > 3 && !n.inputs[3].empty() ? std::vector<size_t>{0, 3} : std::vector<size_t>{0};
-    const bool unary = role == Role::Pool || n.op_type == "Clip" || unary_table_op(n);
+    const bool unary = role == Role::Pool || role == Role::Norm || n.op_type == "Clip" || unary_table_op(n);
     std::vector<size_t> at;
     for (size_t i = 0; i < (unary ? 1 : n.inputs.size()); ++i)
       if (!n.inputs[i].empty()) at.push_back(i);
@@ -333,7 +336,7 @@ class LayoutPlanner {
       if (!(plain_x && i == 0)) node.inputs[i] = form_of(node.inputs[i], form);
     const std::string plain_out = node.outputs[0];
     node.outputs = {plain_out + suffix(form)};
-    if (role == Role::Conv || role == Role::Pool) {
+    if (role == Role::Conv || role == Role::Pool || role == Role::Norm) {
       node.domain = "com.ember";
       const char* prefix = form == Form::Last ? "Nhwc" : "Blocked";
       node.op_type = prefix + (role == Role::Conv ? std::string("Conv") : node.op_type);

@@ -61,11 +61,11 @@ std::vector<TensorType> infer_group_norm(const InferContext& ctx) {
 }
 
 std::vector<TensorType> infer_batch_norm(const InferContext& ctx) {
-  const Shape& x = ctx.input(0).shape;
-  if (x.size() < 2) ctx.fail("X must be N x C x ..., got " + shape_to_string(x));
-  for (size_t i = 1; i < 5; ++i) check_vector(ctx, i, x[1], ("input " + std::to_string(i)).c_str());
+  const BatchNormParams view = batch_norm_view(ctx);
+  for (size_t i = 1; i < 5; ++i) check_vector(ctx, i, view.channels, ("input " + std::to_string(i)).c_str());
+  if (ctx.node.domain == "com.ember") return {ctx.input(0)};  // the layout planner's: inference only
   // Training-mode outputs (running mean/var, saved stats) are [C].
-  const TensorType stats{ctx.input(3).dtype, {x[1]}};
+  const TensorType stats{ctx.input(3).dtype, {view.channels}};
   return {ctx.input(0), stats, stats, stats, stats};
 }
 
@@ -206,12 +206,34 @@ bool batch_norm_params(const InferContext& ctx, BatchNormParams* params, std::st
       *why_not = "only output Y is supported (the other outputs exist in training only)";
       return false;
     }
-  const Shape& x = ctx.input(0).shape;
-  params->epsilon = a->epsilon;
-  params->outer = x[0];
-  params->channels = x[1];
-  params->inner = product(x, 2, static_cast<int64_t>(x.size()));
+  const float epsilon = a->epsilon;
+  *params = batch_norm_view(ctx);
+  params->epsilon = epsilon;
   return true;
+}
+
+BatchNormParams batch_norm_view(const InferContext& ctx) {
+  const Shape& x = ctx.input(0).shape;
+  const std::string& op = ctx.node.op_type;
+  BatchNormParams v;
+  if (op == "NhwcBatchNormalization") {
+    if (x.size() != 4) ctx.fail("X must be N x H x W x C, got " + shape_to_string(x));
+    v.outer = x[0] * x[1] * x[2];
+    v.channels = x[3];
+    v.inner = 1;
+  } else if (op == "BlockedBatchNormalization") {
+    if (x.size() != 5) ctx.fail("X must be N x C/b x H x W x b, got " + shape_to_string(x));
+    v.outer = x[0];
+    v.channels = x[1] * x[4];
+    v.inner = x[2] * x[3];
+    v.lanes = x[4];
+  } else {
+    if (x.size() < 2) ctx.fail("X must be N x C x ..., got " + shape_to_string(x));
+    v.outer = x[0];
+    v.channels = x[1];
+    v.inner = product(x, 2, static_cast<int64_t>(x.size()));
+  }
+  return v;
 }
 
 EMBER_SCHEMA("Softmax", "", infer_softmax, parse_softmax_attributes);
@@ -221,6 +243,8 @@ EMBER_SCHEMA("LayerNormalization", "", infer_layer_norm, parse_row_norm_attribut
 EMBER_SCHEMA("InstanceNormalization", "", infer_group_norm, parse_instance_norm_attributes);
 EMBER_SCHEMA("GroupNormalization", "", infer_group_norm, parse_group_norm_attributes);
 EMBER_SCHEMA("BatchNormalization", "", infer_batch_norm, parse_batch_norm_attributes);
+EMBER_SCHEMA("NhwcBatchNormalization", "com.ember", infer_batch_norm, parse_batch_norm_attributes);
+EMBER_SCHEMA("BlockedBatchNormalization", "com.ember", infer_batch_norm, parse_batch_norm_attributes);
 EMBER_SCHEMA("MeanVarianceNormalization", "", infer_mvn);
 EMBER_SCHEMA("LpNormalization", "", infer_lp_norm);
 

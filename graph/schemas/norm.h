@@ -69,13 +69,19 @@ struct BatchNormAttributes final : OpAttributes {
 };
 std::shared_ptr<const OpAttributes> parse_batch_norm_attributes(const Node& node, int64_t opset);
 
-// X viewed as [outer, channels, inner]: y = x * a[c] + b[c].
+// X viewed as [outer, channels / lanes, inner, lanes], channel c = block * lanes +
+// lane: y = x * a[c] + b[c]. BatchNormalization's N x C x ... is [N, C, prod(...), 1];
+// the CPU layout planner's com.ember forms of a 4-D X (same attributes and inputs,
+// inference only) are NhwcBatchNormalization, X [N, H, W, C] as [N*H*W, C, 1, 1], and
+// BlockedBatchNormalization, X [N, C/b, H, W, b] as [N, C, H*W, b].
 struct BatchNormParams {
   float epsilon = 1e-5f;
-  int64_t outer = 0, channels = 0, inner = 0;
+  int64_t outer = 0, channels = 0, inner = 0, lanes = 1;
 };
 // Inference mode only: false (with the reason) for training_mode=1, spatial=0 or any
 // output past Y, which no kernel here computes.
 bool batch_norm_params(const InferContext& ctx, BatchNormParams* params, std::string* why_not);
+// The view alone (epsilon left at its default); fails on an X of the wrong rank.
+BatchNormParams batch_norm_view(const InferContext& ctx);
 
 }  // namespace ember

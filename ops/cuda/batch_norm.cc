@@ -42,6 +42,10 @@ std::unique_ptr<Kernel> make_batch_norm(KernelInit& init, std::string* why_not) 
     }
   BatchNormParams p;
   if (!batch_norm_params(infer_context(init), &p, why_not)) return nullptr;
+  if (p.lanes != 1) {
+    *why_not = "the blocked layout is the CPU's";
+    return nullptr;
+  }
   if (init.inputs[1].dtype != init.inputs[2].dtype || init.inputs[3].dtype != init.inputs[4].dtype) {
     *why_not = "scale and B, or mean and var, differ in type";
     return nullptr;
@@ -61,5 +65,7 @@ std::unique_ptr<Kernel> make_batch_norm(KernelInit& init, std::string* why_not) 
 }  // namespace
 
 EMBER_KERNEL("BatchNormalization", "", 1, kMaxOpset, DeviceKind::Cuda, make_batch_norm);
+// X [N, H, W, C] as [N*H*W, C, 1]: the same kernel.
+EMBER_KERNEL("NhwcBatchNormalization", "com.ember", 1, kMaxOpset, DeviceKind::Cuda, make_batch_norm);
 
 }  // namespace ember

@@ -408,6 +408,46 @@ TEST(BlockedLayout, ADenseNetworkOutOfBlocksOf16StaysChannelsLast) {
   expect_same_results(original, g, {random_tensor({1, 3, 6, 5}, rng)}, 1e-4f);
 }
 
+// A DenseNet layer: the concatenated features go through BatchNormalization and ReLU
+// before the next convolution (nothing to fold it into). The normalization follows
+// the layout, blocked or channels-last, rather than converting to plain and back.
+Graph dense_layer(std::mt19937& rng) {
+  Graph g = cnn_input();
+  g.initializers["w1"] = random_tensor({8, 8, 3, 3}, rng, -0.3f, 0.3f);
+  g.initializers["w2"] = random_tensor({8, 16, 1, 1}, rng, -0.3f, 0.3f);
+  g.initializers["scale"] = random_tensor({16}, rng, 0.5f, 1.5f);
+  g.initializers["bias"] = random_tensor({16}, rng);
+  g.initializers["mean"] = random_tensor({16}, rng);
+  g.initializers["var"] = random_tensor({16}, rng, 0.2f, 2.f);
+  Attributes concat;
+  concat.set_int("axis", 1);
+  g.nodes = {make_node("Conv", {"x", "w1"}, {"f"}, conv_attributes(3, 1)),
+             make_node("Concat", {"x", "f"}, {"cat"}, concat),
+             make_node("BatchNormalization", {"cat", "scale", "bias", "mean", "var"}, {"bn"}),
+             make_node("Relu", {"bn"}, {"r"}),
+             make_node("Conv", {"r", "w2"}, {"y"}, conv_attributes(1, 0))};
+  g.outputs.push_back({"y", DType::Float32, {}, false});
+  return g;
+}
+
+TEST(BlockedLayout, BatchNormalizationBetweenConvolutionsStaysInTheirLayout) {
+  std::mt19937 rng(26);
+  const Graph original = dense_layer(rng);
+  Graph blocked = original;
+  optimize_blocked(blocked, kAvx2Layouts);
+  EXPECT_EQ(count_ops(blocked, "BlockedBatchNormalization"), 1);
+  EXPECT_EQ(count_ops(blocked, "BatchNormalization"), 0);
+  EXPECT_EQ(count_ops(blocked, "ToBlocked"), 1) << "only x";
+  EXPECT_EQ(count_ops(blocked, "FromBlocked"), 1) << "only y";
+  expect_same_results(original, blocked, {random_tensor({2, 8, 6, 5}, rng)}, 1e-4f);
+
+  Graph last = original;
+  optimize_graph(last, cpu_node_evaluator(), /*for_cpu=*/true);
+  EXPECT_EQ(count_ops(last, "NhwcBatchNormalization"), 1);
+  EXPECT_EQ(count_ops(last, "Transpose"), 2) << "only x and y";
+  expect_same_results(original, last, {random_tensor({1, 8, 5, 7}, rng)}, 1e-4f);
+}
+
 // Where no kernel takes a blocked node, its fallback (the original between
 // conversions) runs: a residual that broadcasts, and an average pool oneDNN cannot
 // count (count_include_pad with ceil_mode windows past the padding).

@@ -40,6 +40,54 @@ TEST(BatchNorm, ConstantAndRuntimeStatistics) {
   }
 }
 
+// An N x C x H x W tensor as N x H x W x C.
+Tensor channels_last(const Tensor& plain) {
+  const Shape& s = plain.shape();
+  Tensor t(DType::Float32, {s[0], s[2], s[3], s[1]});
+  const int64_t plane = s[2] * s[3];
+  for (int64_t n = 0; n < s[0]; ++n)
+    for (int64_t c = 0; c < s[1]; ++c)
+      for (int64_t i = 0; i < plane; ++i)
+        t.data_as<float>()[(n * plane + i) * s[1] + c] = plain.data_as<float>()[(n * s[1] + c) * plane + i];
+  return t;
+}
+
+// The layout planner's forms take X channels-last or blocked (with a block the CPU's
+// layouts use, 8 or 16, and one they do not, 4), the same per-channel inputs, and
+// compute the plain op's values in X's layout.
+void check_bn_form(const Shape& x_shape, int64_t block, bool constant_stats) {
+  const int64_t c = x_shape[1];
+  const Tensor x = random_floats(x_shape, 86), s = random_floats({c}, 87), b = random_floats({c}, 88);
+  const Tensor m = random_floats({c}, 89), v = random_floats({c}, 90, 0.1f, 2.f);
+  Node node = make_node(block ? "BlockedBatchNormalization" : "NhwcBatchNormalization", 5, 1, {}, "com.ember");
+  node.attributes.set_float("epsilon", 1e-3f);
+  const Tensor x_in = block ? blocked(x, block) : channels_last(x);
+  SCOPED_TRACE(node.op_type + " of " + shape_to_string(x_shape) + (block ? " in blocks of " + std::to_string(block) : ""));
+  const auto y = constant_stats ? run_node(node, 1, {&x_in, &s, &b, &m, &v}, 2)
+                                : run_node_runtime_inputs(node, 1, {&x_in, &s, &b, &m, &v});
+  ASSERT_EQ(y[0].shape(), x_in.shape());
+  Tensor want(DType::Float32, x_shape);
+  const std::vector<float> plain = reference_bn(x, s, b, m, v, 1e-3f);
+  std::copy(plain.begin(), plain.end(), want.data_as<float>());
+  expect_close(y[0], values_of(block ? blocked(want, block) : channels_last(want)), kRtol, kAtol);
+}
+
+TEST(BatchNorm, ChannelsLastAndBlockedForms) {
+  for (bool constant : {true, false}) {
+    check_bn_form({2, 13, 5, 3}, 0, constant);  // rows of 13: a vector and a tail
+    check_bn_form({1, 48, 6, 7}, 0, constant);
+    check_bn_form({2, 24, 5, 3}, 8, constant);
+    check_bn_form({1, 32, 9, 9}, 16, constant);
+    check_bn_form({2, 12, 4, 3}, 4, constant);
+  }
+}
+
+TEST(BatchNorm, FormsRefuseXOfAnotherRank) {
+  const Tensor x = random_floats({2, 3, 4, 5}, 1), c = random_floats({5}, 2);
+  Node node = make_node("BlockedBatchNormalization", 5, 1, {}, "com.ember");
+  EXPECT_THROW(run_node(node, 1, {&x, &c, &c, &c, &c}), Error);
+}
+
 TEST(BatchNorm, RefusesTrainingMode) {
   Node node = make_node("BatchNormalization", 5);
   node.attributes.set_int("training_mode", 1);

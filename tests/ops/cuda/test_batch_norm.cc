@@ -10,8 +10,10 @@ constexpr double kRtol32 = 1e-5, kAtol32 = 1e-5;
 // float16: the output is rounded to half.
 constexpr double kRtol16 = 2e-3, kAtol16 = 2e-3;
 
-void check_bn(const Shape& x_shape, DType x_type, DType param_type, bool params_known, int64_t opset = 15) {
-  const int64_t c = x_shape[1];
+void check_bn(const Shape& x_shape, DType x_type, DType param_type, bool params_known, int64_t opset = 15,
+              const std::string& op = "BatchNormalization") {
+  const bool nhwc = op == "NhwcBatchNormalization";
+  const int64_t c = nhwc ? x_shape.back() : x_shape[1];
   const Tensor x = seeded_tensor(x_type, x_shape, 41, -2, 2);
   const Tensor scale = seeded_tensor(param_type, {c}, 42, 0.5, 1.5), bias = seeded_tensor(param_type, {c}, 43);
   const Tensor mean = seeded_tensor(param_type, {c}, 44), var = seeded_tensor(param_type, {c}, 45, 0.1, 2);
@@ -21,7 +23,7 @@ void check_bn(const Shape& x_shape, DType x_type, DType param_type, bool params_
   const bool half = x_type == DType::Float16, bf16 = x_type == DType::BFloat16;
   // bfloat16: the output rounded to 8 mantissa bits (2^-9 relative, 3.9e-3 between
   // neighbours).
-  expect_cuda_matches_cpu(make_node("BatchNormalization", 5, 1, at), opset, {&x, &scale, &bias, &mean, &var},
+  expect_cuda_matches_cpu(make_node(op, 5, 1, at, nhwc ? "com.ember" : ""), nhwc ? 1 : opset, {&x, &scale, &bias, &mean, &var},
                           half ? kRtol16 : bf16 ? 8e-3 : kRtol32, half ? kAtol16 : bf16 ? 1e-2 : kAtol32,
                           params_known ? std::vector<int>{1, 2, 3, 4} : std::vector<int>{});
 }
@@ -35,6 +37,15 @@ TEST(CudaBatchNorm, SmallAndLargePlanes) {
     check_bn(s, DType::Float32, DType::Float32, false);
     check_bn(s, DType::Float16, DType::Float16, true);
     check_bn(s, DType::BFloat16, DType::BFloat16, true);
+  }
+}
+
+// The layout planner's channels-last form: X [N, H, W, C], the channel innermost.
+TEST(CudaBatchNorm, ChannelsLastForm) {
+  EMBER_REQUIRE_GPU();
+  for (const Shape& s : {Shape{2, 5, 7, 6}, Shape{1, 4, 4, 40}}) {
+    check_bn(s, DType::Float32, DType::Float32, true, 1, "NhwcBatchNormalization");
+    check_bn(s, DType::Float16, DType::Float16, true, 1, "NhwcBatchNormalization");
   }
 }
 
