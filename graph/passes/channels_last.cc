@@ -111,6 +111,23 @@ bool planar_conv(const Graph& graph, const Node& n) {
   return w != graph.initializers.end() && w->second.dtype() == DType::Float32 && w->second.rank() == 4;
 }
 
+// How many neighbouring groups of a (not depthwise) grouped convolution, weights `w`,
+// run as one group so that each fills blocks of `block`, its weights zero between the
+// groups merged: 1 where they fill blocks already; 0 where no merge makes them. A merge
+// of two at most: ResNeXt-50's first stage, 32 groups of 4 channels, runs in 16 groups
+// of 8 on oneDNN's direct nChw8c kernel, twice the multiplications in a tenth of the
+// time of its GEMM fallback per group (the one it has for 4 channels a group, NHWC or
+// plain: 6.5 ms a layer, 4 GFLOP/s, on Zen 3). The zeros differ from separate groups
+// only for an infinite or NaN input, which then spreads to the other group's outputs.
+int64_t groups_merged(const Shape& w, int64_t group, int64_t block) {
+  constexpr int64_t kMaxMerged = 2;
+  const int64_t in = w[1], out = w[0] / group;  // channels per group
+  if (in % block == 0 && out % block == 0) return 1;
+  if (in * kMaxMerged < block || block % in != 0) return 0;
+  const int64_t k = block / in;
+  return group % k == 0 && out * k % block == 0 ? k : 0;
+}
+
 // Whether a planar convolution can run blocked by `block`: whole blocks of filters,
 // and of input channels per group (a depthwise conv's one channel per group counts:
 // its groups run a block at a time). Without groups, input channels that do not fill
@@ -122,7 +139,7 @@ bool blocked_conv(const Graph& graph, const Node& n, int64_t block) {
   if (group < 1 || w[0] % block != 0) return false;
   if (group == 1) return true;
   const bool depthwise = w[1] == 1 && w[0] == group;
-  return depthwise ? group % block == 0 : w[1] % block == 0 && (w[0] / group) % block == 0;
+  return depthwise ? group % block == 0 : groups_merged(w, group, block) > 0;
 }
 
 // Whether a blocked convolution in blocks of `block` reads X blocked too, or plain
@@ -340,7 +357,10 @@ class LayoutPlanner {
       node.domain = "com.ember";
       const char* prefix = form == Form::Last ? "Nhwc" : "Blocked";
       node.op_type = prefix + (role == Role::Conv ? std::string("Conv") : node.op_type);
-      if (role == Role::Conv && form == Form::Blocked) node.attributes.set_int("block", block_);
+      if (role == Role::Conv && form == Form::Blocked) {
+        node.attributes.set_int("block", block_);
+        merge_groups(node);
+      }
       attach_fallback(node, original, role, form, plain_x);
     }
     if (role == Role::Concat && form == Form::Last) {
@@ -353,6 +373,31 @@ class LayoutPlanner {
     graph_.nodes.push_back(std::move(node));
     graph_.nodes.push_back(to_plain(plain_out + "/to_plain", plain_out + suffix(form), plain_out, form));
     ++converted_;
+  }
+
+  // A blocked grouped convolution whose groups do not fill blocks reads merged ones
+  // (groups_merged): weights [O, k * I, kh, kw], each filter's own I channels at its
+  // group's place among the k, zeros elsewhere; group / k groups.
+  void merge_groups(Node& conv) {
+    const Tensor& w = graph_.initializers.at(conv.inputs[1]);
+    const int64_t group = conv.attributes.get_int_or("group", 1);
+    const int64_t k = group > 1 ? groups_merged(w.shape(), group, block_) : 1;
+    if (k <= 1) return;
+    const Shape& s = w.shape();
+    const int64_t in = s[1], window = s[2] * s[3], out_per_group = s[0] / group;
+    const std::string name = conv.inputs[1] + "/groups_merged_" + std::to_string(k);
+    if (!graph_.initializers.count(name)) {
+      Tensor merged(DType::Float32, {s[0], in * k, s[2], s[3]});
+      std::fill_n(merged.data_as<float>(), merged.numel(), 0.f);
+      for (int64_t o = 0; o < s[0]; ++o) {
+        const int64_t at = (o / out_per_group) % k * in;  // its group's place in the merged one
+        std::copy_n(w.data_as<float>() + o * in * window, in * window,
+                    merged.data_as<float>() + (o * in * k + at) * window);
+      }
+      graph_.initializers.emplace(name, std::move(merged));
+    }
+    conv.inputs[1] = name;
+    conv.attributes.set_int("group", group / k);
   }
 
   // What the planner runs where no kernel takes the converted node (a residual that

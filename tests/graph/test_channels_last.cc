@@ -448,6 +448,41 @@ TEST(BlockedLayout, BatchNormalizationBetweenConvolutionsStaysInTheirLayout) {
   expect_same_results(original, last, {random_tensor({1, 8, 5, 7}, rng)}, 1e-4f);
 }
 
+// A ResNeXt stage: a grouped 3x3 conv between 1x1s, `per_group` channels a group.
+Graph grouped_stage(std::mt19937& rng, int64_t per_group) {
+  Graph g = cnn_input();
+  g.initializers["w1"] = random_tensor({16, 8, 1, 1}, rng, -0.3f, 0.3f);
+  g.initializers["wg"] = random_tensor({16, per_group, 3, 3}, rng, -0.3f, 0.3f);
+  g.initializers["bg"] = random_tensor({16}, rng);
+  g.initializers["w3"] = random_tensor({8, 16, 1, 1}, rng, -0.3f, 0.3f);
+  g.nodes = {make_node("Conv", {"x", "w1"}, {"a"}, conv_attributes(1, 0)),
+             make_node("Relu", {"a"}, {"r"}),
+             make_node("Conv", {"r", "wg", "bg"}, {"b"}, conv_attributes(3, 1, 16 / per_group)),
+             make_node("Relu", {"b"}, {"rb"}),
+             make_node("Conv", {"rb", "w3"}, {"y"}, conv_attributes(1, 0))};
+  g.outputs.push_back({"y", DType::Float32, {}, false});
+  return g;
+}
+
+// Groups of 4 channels run blocked in blocks of 8, two groups as one (zeros between
+// them in the weights); groups of 2 would take four and stay channels-last.
+TEST(BlockedLayout, GroupsHalfABlockWideRunBlockedInPairs) {
+  std::mt19937 rng(27);
+  const Graph original = grouped_stage(rng, 4);
+  Graph g = original;
+  optimize_blocked(g, kAvx2Layouts);
+  EXPECT_EQ(count_ops(g, "BlockedConv"), 3);
+  EXPECT_EQ(count_attribute(g, "BlockedConv", "group", 2), 1) << "4 groups of 4 as 2 of 8";
+  expect_same_results(original, g, {random_tensor({2, 8, 6, 5}, rng)}, 1e-4f);
+
+  const Graph narrow = grouped_stage(rng, 2);
+  Graph h = narrow;
+  optimize_blocked(h, kAvx2Layouts);
+  EXPECT_EQ(count_ops(h, "BlockedConv"), 0);
+  EXPECT_EQ(count_ops(h, "NhwcConv"), 3);
+  expect_same_results(narrow, h, {random_tensor({1, 8, 5, 6}, rng)}, 1e-4f);
+}
+
 // Where no kernel takes a blocked node, its fallback (the original between
 // conversions) runs: a residual that broadcasts, and an average pool oneDNN cannot
 // count (count_include_pad with ceil_mode windows past the padding).
