@@ -186,6 +186,25 @@ TEST(BlockedPool, MaxAverageAndGlobalMatchThePlainOnes) {
   }
 }
 
+// The blocked MaxPool's own loop (ops/cpu/blocked_max_pool.cc) on every window shape
+// above: pads, ceil_mode windows past them, dilations. Max is exact.
+TEST(BlockedPool, MaxOnOddSizesPadsCeilDilations) {
+  const Tensor x = random_floats({2, 16, 7, 9}, 77);
+  for (int64_t b : {8, 16}) {
+    const Tensor xb = blocked(x, b);
+    for (const Pool2d& p : kCases) {
+      Node node = pool_node("BlockedMaxPool", p);
+      node.domain = "com.ember";
+      const std::vector<float> plain = reference_pool(x, p, "max", false, 0);
+      Tensor want_plain(DType::Float32, {2, 16, out_size(7, p.kh, p.sh, p.dh, p.top, p.bottom, p.ceil),
+                                         out_size(9, p.kw, p.sw, p.dw, p.left, p.right, p.ceil)});
+      std::copy(plain.begin(), plain.end(), want_plain.data_as<float>());
+      SCOPED_TRACE("block " + std::to_string(b) + ", window " + std::to_string(p.kh) + "x" + std::to_string(p.kw));
+      expect_close(run_node(node, 1, {&xb}, 2)[0], values_of(blocked(want_plain, b)), 0, 0);
+    }
+  }
+}
+
 // 8-bit MaxPool (opset 12+) runs the plain loop; the float reference is exact on it.
 template <class T>
 void check_int8_max_pool(DType dtype, const Pool2d& p) {
