@@ -100,8 +100,9 @@ Node new_layout_node(const std::string& name, const char* op, const std::string&
   return n;
 }
 
-// Pool and Norm nodes (BatchNormalization) read one value and become com.ember
-// Nhwc<op> / Blocked<op>; Elementwise and Concat keep their op.
+// Pool and Norm nodes (BatchNormalization, FusedBatchNormalization) read one value and
+// become com.ember Nhwc<op> / Blocked<op> (Norm: <op> BatchNormalization, its fused
+// activation kept); Elementwise and Concat keep their op.
 enum class Role { None, Conv, Pool, Norm, Elementwise, Concat };
 
 // A convolution with constant float32 4-D weights (a 2-D convolution).
@@ -222,6 +223,7 @@ class LayoutPlanner {
     if (n.outputs.empty()) return Role::None;
     if (planar_conv(graph_, n)) return Role::Conv;
     const bool standard = n.domain.empty();
+    if (!standard && n.domain == "com.ember" && n.op_type == "FusedBatchNormalization") return Role::Norm;
     if (!standard) return unary_table_op(n) ? Role::Elementwise : Role::None;
     const std::string& op = n.op_type;
     if (op == "Conv") return Role::None;
@@ -356,7 +358,9 @@ class LayoutPlanner {
     if (role == Role::Conv || role == Role::Pool || role == Role::Norm) {
       node.domain = "com.ember";
       const char* prefix = form == Form::Last ? "Nhwc" : "Blocked";
-      node.op_type = prefix + (role == Role::Conv ? std::string("Conv") : node.op_type);
+      node.op_type = prefix + (role == Role::Conv   ? std::string("Conv")
+                               : role == Role::Norm ? std::string("BatchNormalization")
+                                                    : node.op_type);
       if (role == Role::Conv && form == Form::Blocked) {
         node.attributes.set_int("block", block_);
         merge_groups(node);

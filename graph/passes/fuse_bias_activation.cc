@@ -35,7 +35,8 @@ struct Fusion {
 
 class Fuser {
  public:
-  explicit Fuser(Graph& graph) : graph_(graph), consumers_(graph), dead_(graph.nodes.size(), false) {}
+  Fuser(Graph& graph, bool for_cpu)
+      : graph_(graph), consumers_(graph), dead_(graph.nodes.size(), false), for_cpu_(for_cpu) {}
 
   int run() {
     for (size_t i = 0; i < graph_.nodes.size(); ++i) {
@@ -44,6 +45,8 @@ class Fuser {
       if (n.op_type == "Conv") fuse(static_cast<int>(i), "FusedConv", true);
       if (n.op_type == "MatMul") fuse(static_cast<int>(i), "FusedMatMul", false);
       if (n.op_type == "Gemm") fuse(static_cast<int>(i), "FusedGemm", false);
+      if (n.op_type == "BatchNormalization" && for_cpu_ && only_first_output(n))
+        fuse(static_cast<int>(i), "FusedBatchNormalization", false);
     }
     std::vector<Node> fused;
     for (Fusion& f : fusions_) {
@@ -54,6 +57,12 @@ class Fuser {
   }
 
  private:
+  static bool only_first_output(const Node& n) {
+    for (size_t k = 1; k < n.outputs.size(); ++k)
+      if (!n.outputs[k].empty()) return false;
+    return true;
+  }
+
   // The only node reading `value`, if exactly one does and it is not a graph output.
   int next(const std::string& value) const {
     return consumers_.single_reader(value) ? consumers_.of(value)[0] : -1;
@@ -149,11 +158,12 @@ class Fuser {
   Consumers consumers_;
   std::vector<bool> dead_;
   std::vector<Fusion> fusions_;
+  bool for_cpu_;
 };
 
 }  // namespace
 
-int fuse_bias_activation(Graph& graph) { return Fuser(graph).run(); }
+int fuse_bias_activation(Graph& graph, bool for_cpu) { return Fuser(graph, for_cpu).run(); }
 
 void optimize_graph(Graph& graph, const NodeEvaluator& evaluate, bool for_cpu, bool channels_last,
                     const std::optional<BlockedLayouts>& blocked) {
@@ -167,7 +177,7 @@ void optimize_graph(Graph& graph, const NodeEvaluator& evaluate, bool for_cpu, b
   // The CPU has no fused attention kernel: its attention is oneDNN matmuls reading
   // strided operands (fold_matmul_transposes), faster than a fused loop.
   if (!for_cpu) fuse_attention(graph);
-  fuse_bias_activation(graph);
+  fuse_bias_activation(graph, for_cpu);
   fuse_add_layer_norm(graph);  // after the conv epilogues have taken their residual Adds
   if (for_cpu && blocked) {
     plan_cpu_layouts(graph, *blocked);

@@ -53,7 +53,10 @@ int simplify_transposes(Graph& graph, bool through_scalar_mul = false);
 // Conv / MatMul / Gemm followed by a bias Add, a residual Add and an activation become
 // com.ember FusedConv / FusedMatMul / FusedGemm, each carrying its unfused
 // decomposition so the planner can fall back to it where the fused kernel cannot run.
-int fuse_bias_activation(Graph& graph);
+// `for_cpu`: a BatchNormalization left after fold_conv_batchnorm (DenseNet's, before
+// each conv) and its activation become com.ember FusedBatchNormalization too, the
+// activation applied in the CPU kernel's one pass over memory.
+int fuse_bias_activation(Graph& graph, bool for_cpu = false);
 // Transposes feeding a MatMul, or reading its output alone, become strides of a
 // com.ember FusedMatMul (perm_a, perm_b, perm_y), with its decomposition.
 int fold_matmul_transposes(Graph& graph);

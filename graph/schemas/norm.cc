@@ -243,6 +243,7 @@ EMBER_SCHEMA("LayerNormalization", "", infer_layer_norm, parse_row_norm_attribut
 EMBER_SCHEMA("InstanceNormalization", "", infer_group_norm, parse_instance_norm_attributes);
 EMBER_SCHEMA("GroupNormalization", "", infer_group_norm, parse_group_norm_attributes);
 EMBER_SCHEMA("BatchNormalization", "", infer_batch_norm, parse_batch_norm_attributes);
+EMBER_SCHEMA("FusedBatchNormalization", "com.ember", infer_batch_norm, parse_batch_norm_attributes);
 EMBER_SCHEMA("NhwcBatchNormalization", "com.ember", infer_batch_norm, parse_batch_norm_attributes);
 EMBER_SCHEMA("BlockedBatchNormalization", "com.ember", infer_batch_norm, parse_batch_norm_attributes);
 EMBER_SCHEMA("MeanVarianceNormalization", "", infer_mvn);

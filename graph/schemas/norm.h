@@ -71,9 +71,10 @@ std::shared_ptr<const OpAttributes> parse_batch_norm_attributes(const Node& node
 
 // X viewed as [outer, channels / lanes, inner, lanes], channel c = block * lanes +
 // lane: y = x * a[c] + b[c]. BatchNormalization's N x C x ... is [N, C, prod(...), 1];
-// the CPU layout planner's com.ember forms of a 4-D X (same attributes and inputs,
-// inference only) are NhwcBatchNormalization, X [N, H, W, C] as [N*H*W, C, 1, 1], and
-// BlockedBatchNormalization, X [N, C/b, H, W, b] as [N, C, H*W, b].
+// the com.ember forms (same attributes and inputs, inference only, and a fused
+// `activation` as FusedConv's) are FusedBatchNormalization, X as BatchNormalization's,
+// and the CPU layout planner's NhwcBatchNormalization, X [N, H, W, C] as [N*H*W, C, 1,
+// 1], and BlockedBatchNormalization, X [N, C/b, H, W, b] as [N, C, H*W, b].
 struct BatchNormParams {
   float epsilon = 1e-5f;
   int64_t outer = 0, channels = 0, inner = 0, lanes = 1;

@@ -1,25 +1,41 @@
 // BatchNormalization in inference mode: y = x * a[c] + b[c] with a = scale / sqrt(var +
 // eps) and b = bias - mean * a. The per-channel a, b are folded at plan time when the
 // statistics are constant (the usual case), else computed per run into the workspace.
-// The same kernel runs the layout planner's NhwcBatchNormalization and
-// BlockedBatchNormalization (graph/schemas/norm.h: the channel is the lane there).
+// The same kernel runs com.ember FusedBatchNormalization and the layout planner's
+// NhwcBatchNormalization and BlockedBatchNormalization (graph/schemas/norm.h: the
+// channel is the lane there), with their fused activation in the same pass: Relu and
+// Clip as bounds on each vector, another function over each plane just written.
 #include "graph/schemas/norm.h"
 #include "ops/cpu/dnnl_util.h"
 #include "ops/cpu/parallel.h"
+#include "ops/cpu/vector_math.h"
 #include "ops/registry.h"
 
 #include <cmath>
 #include <immintrin.h>
+#include <limits>
 
 namespace ember {
 
 namespace {
 
+// What a fused activation leaves to the affine loops: y clamped to [lo, hi] (NaN kept).
+struct Bounds {
+  float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
+};
+
 class BatchNormKernel final : public Kernel {
  public:
-  BatchNormKernel(KernelInit& init, const BatchNormParams& p)
+  BatchNormKernel(KernelInit& init, const ew::Activation& act, const BatchNormParams& p)
       : epsilon_(p.epsilon), channels_(p.channels), inner_(p.inner), outer_(p.outer),
         lanes_(p.inner == 1 ? p.channels : p.lanes) {  // inner 1 (NHWC, N x C): rows of C lanes
+    if (act.is(ew::UnaryFunction::Relu)) {
+      bounds_.lo = 0.f;
+    } else if (act.kind == ew::Activation::Kind::Clip) {
+      bounds_ = {act.params.alpha, act.params.beta};
+    } else {
+      after_ = act;
+    }
     const bool constant = init.values[1] && init.values[2] && init.values[3] && init.values[4];
     if (constant) {
       folded_.resize(2 * channels_);
@@ -48,12 +64,18 @@ class BatchNormKernel final : public Kernel {
   // Planes of `inner_` values of one channel each (NCHW).
   void run_planes(const float* x, float* y, const float* ab) const {
     const int64_t inner = inner_, channels = channels_;
+    const float lo = bounds_.lo, hi = bounds_.hi;
     parallel_for(outer_ * channels, inner, [&](int64_t begin, int64_t end) {
       for (int64_t plane = begin; plane < end; ++plane) {
         const float a = ab[plane % channels], b = ab[channels + plane % channels];
         const float* xp = x + plane * inner;
         float* yp = y + plane * inner;
-        for (int64_t i = 0; i < inner; ++i) yp[i] = xp[i] * a + b;
+        for (int64_t i = 0; i < inner; ++i) {
+          const float v = xp[i] * a + b;
+          const float above = v < lo ? lo : v;  // so written, NaN stays NaN
+          yp[i] = above > hi ? hi : above;
+        }
+        activate_after(yp, inner);
       }
     });
   }
@@ -75,29 +97,47 @@ class BatchNormKernel final : public Kernel {
         } else {
           for (int64_t i = 0; i < inner; ++i) affine_row(xp + i * lanes, a, b, yp + i * lanes, lanes);
         }
+        activate_after(yp, inner * lanes);
       }
     });
+  }
+
+  // x * a + b within the bounds; max and min take the bound first so that NaN passes.
+  __m256 affine(__m256 x, __m256 a, __m256 b) const {
+    const __m256 y = _mm256_fmadd_ps(x, a, b);
+    return _mm256_min_ps(_mm256_set1_ps(bounds_.hi), _mm256_max_ps(_mm256_set1_ps(bounds_.lo), y));
   }
 
   // Rows of one channel block (nChw8c, nChw16c): its scale and shift stay in registers
   // (row by row through affine_row took 3.5x as long).
   template <int kVectors>
-  static void affine_block(const float* x, const float* a, const float* b, float* y, int64_t rows) {
+  void affine_block(const float* x, const float* a, const float* b, float* y, int64_t rows) const {
     __m256 va[kVectors], vb[kVectors];
     for (int v = 0; v < kVectors; ++v) {
       va[v] = _mm256_loadu_ps(a + 8 * v);
       vb[v] = _mm256_loadu_ps(b + 8 * v);
     }
     for (int64_t i = 0; i < rows; ++i, x += 8 * kVectors, y += 8 * kVectors)
-      for (int v = 0; v < kVectors; ++v) _mm256_storeu_ps(y + 8 * v, _mm256_fmadd_ps(_mm256_loadu_ps(x + 8 * v), va[v], vb[v]));
+      for (int v = 0; v < kVectors; ++v) _mm256_storeu_ps(y + 8 * v, affine(_mm256_loadu_ps(x + 8 * v), va[v], vb[v]));
   }
 
   // y[l] = x[l] * a[l] + b[l] for l < n, eight lanes to a vector.
-  static void affine_row(const float* x, const float* a, const float* b, float* y, int64_t n) {
+  void affine_row(const float* x, const float* a, const float* b, float* y, int64_t n) const {
     int64_t l = 0;
     for (; l + 8 <= n; l += 8)
-      _mm256_storeu_ps(y + l, _mm256_fmadd_ps(_mm256_loadu_ps(x + l), _mm256_loadu_ps(a + l), _mm256_loadu_ps(b + l)));
-    for (; l < n; ++l) y[l] = x[l] * a[l] + b[l];
+      _mm256_storeu_ps(y + l, affine(_mm256_loadu_ps(x + l), _mm256_loadu_ps(a + l), _mm256_loadu_ps(b + l)));
+    for (; l < n; ++l) {
+      const float v = x[l] * a[l] + b[l];
+      const float above = v < bounds_.lo ? bounds_.lo : v;
+      y[l] = above > bounds_.hi ? bounds_.hi : above;
+    }
+  }
+
+  // A fused activation other than Relu and Clip, over values just written (in cache).
+  void activate_after(float* y, int64_t n) const {
+    if (after_.kind != ew::Activation::Kind::Function) return;
+    if (has_vector_form(after_.function)) return vector_unary(after_.function, after_.params, y, y, n);
+    for (int64_t i = 0; i < n; ++i) y[i] = ew::apply_activation(after_, y[i]);
   }
 
   // out[0..C) = a, out[C..2C) = b.
@@ -112,19 +152,24 @@ class BatchNormKernel final : public Kernel {
   float epsilon_;
   int64_t channels_ = 0, inner_ = 0, outer_ = 0, lanes_ = 1;
   std::vector<float> folded_;
+  Bounds bounds_;
+  ew::Activation after_;  // kind None where the bounds do it all
 };
 
 std::unique_ptr<Kernel> make_batch_norm(KernelInit& init, std::string* why_not) {
   for (size_t i = 0; i < 5; ++i)
     if (!(*why_not = float32_only(init, i)).empty()) return nullptr;
   BatchNormParams p;
-  if (!batch_norm_params(infer_context(init), &p, why_not)) return nullptr;
-  return std::make_unique<BatchNormKernel>(init, p);
+  ew::Activation act;
+  if (!batch_norm_params(infer_context(init), &p, why_not) || !fused_activation_of(init.node, &act, why_not))
+    return nullptr;
+  return std::make_unique<BatchNormKernel>(init, act, p);
 }
 
 }  // namespace
 
 EMBER_KERNEL("BatchNormalization", "", 1, kMaxOpset, DeviceKind::Cpu, dense_factory<make_batch_norm>);
+EMBER_KERNEL("FusedBatchNormalization", "com.ember", 1, kMaxOpset, DeviceKind::Cpu, dense_factory<make_batch_norm>);
 EMBER_KERNEL("NhwcBatchNormalization", "com.ember", 1, kMaxOpset, DeviceKind::Cpu, dense_factory<make_batch_norm>);
 EMBER_KERNEL("BlockedBatchNormalization", "com.ember", 1, kMaxOpset, DeviceKind::Cpu, dense_factory<make_batch_norm>);
 

@@ -46,6 +46,10 @@ std::unique_ptr<Kernel> make_batch_norm(KernelInit& init, std::string* why_not) 
     *why_not = "the blocked layout is the CPU's";
     return nullptr;
   }
+  if (!init.node.attributes.get_string_or("activation", "").empty()) {
+    *why_not = "a fused activation is the CPU's";
+    return nullptr;
+  }
   if (init.inputs[1].dtype != init.inputs[2].dtype || init.inputs[3].dtype != init.inputs[4].dtype) {
     *why_not = "scale and B, or mean and var, differ in type";
     return nullptr;

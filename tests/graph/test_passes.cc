@@ -105,6 +105,30 @@ TEST(Passes, ConvResidualReluFusesAndKeepsItsDecomposition) {
   expect_close(run_node_by_node(g, in)[0], before[0], 1e-5f);
 }
 
+// For the CPU, a BatchNormalization with nothing to fold into (DenseNet's, after a
+// Concat) takes its activation: one pass over memory instead of two. Not elsewhere.
+TEST(Passes, ForTheCpuABatchNormalizationTakesItsActivation) {
+  std::mt19937 rng(6);
+  for (bool for_cpu : {true, false}) {
+    Graph g = base_graph({1, 4, 5, 3});
+    g.initializers["scale"] = random_tensor({4}, rng, 0.5f, 1.5f);
+    g.initializers["bias"] = random_tensor({4}, rng);
+    g.initializers["mean"] = random_tensor({4}, rng);
+    g.initializers["var"] = random_tensor({4}, rng, 0.2f, 2.f);
+    g.nodes = {make_node("BatchNormalization", {"x", "scale", "bias", "mean", "var"}, {"bn"}),
+               make_node("Relu", {"bn"}, {"y"})};
+    g.outputs.push_back({"y", DType::Float32, {}, false});
+    const std::vector<Tensor> in = {random_tensor({1, 4, 5, 3}, rng)};
+    const auto before = run_node_by_node(g, in);
+    EXPECT_EQ(fuse_bias_activation(g, for_cpu), for_cpu ? 1 : 0);
+    if (!for_cpu) continue;
+    ASSERT_EQ(g.nodes.size(), 1u);
+    EXPECT_EQ(g.nodes[0].op_type, "FusedBatchNormalization");
+    EXPECT_EQ(g.nodes[0].attributes.get_string("activation"), "Relu");
+    expect_close(run_node_by_node(g, in)[0], before[0], 1e-5f);
+  }
+}
+
 // Any function of the elementwise table fuses, with its attributes as parameters:
 // oneDNN has no post-op for Mish or QuickGelu, so the CPU applies them after the
 // primitive; the result is the unfused graph's.
