@@ -63,7 +63,7 @@ std::vector<TensorType> infer_group_norm(const InferContext& ctx) {
 std::vector<TensorType> infer_batch_norm(const InferContext& ctx) {
   const BatchNormParams view = batch_norm_view(ctx);
   for (size_t i = 1; i < 5; ++i) check_vector(ctx, i, view.channels, ("input " + std::to_string(i)).c_str());
-  if (ctx.node.domain == "com.ember") return {ctx.input(0)};  // the layout planner's: inference only
+  if (ctx.node.domain == "com.ember") return {ctx.input(0)};  // ember's forms: inference only
   // Training-mode outputs (running mean/var, saved stats) are [C].
   const TensorType stats{ctx.input(3).dtype, {view.channels}};
   return {ctx.input(0), stats, stats, stats, stats};
