@@ -223,7 +223,7 @@ class LayoutPlanner {
     if (n.outputs.empty()) return Role::None;
     if (planar_conv(graph_, n)) return Role::Conv;
     const bool standard = n.domain.empty();
-    if (!standard && n.domain == "com.ember" && n.op_type == "FusedBatchNormalization") return Role::Norm;
+    if (n.domain == "com.ember" && n.op_type == "FusedBatchNormalization") return Role::Norm;
     if (!standard) return unary_table_op(n) ? Role::Elementwise : Role::None;
     const std::string& op = n.op_type;
     if (op == "Conv") return Role::None;

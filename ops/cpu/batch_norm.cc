@@ -19,9 +19,24 @@ namespace ember {
 
 namespace {
 
-// What a fused activation leaves to the affine loops: y clamped to [lo, hi] (NaN kept).
+// What a fused activation leaves to the affine loops: y clamped to [lo, hi]. The bound
+// is compared first, so NaN stays NaN (as through max(0, x)).
 struct Bounds {
   float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
+  float clamp(float v) const {
+    const float above = v < lo ? lo : v;
+    return above > hi ? hi : above;
+  }
+};
+
+// x * a + b within the bounds, eight lanes at a time; the bounds' registers are made once
+// per parallel chunk, not per vector.
+struct VectorAffine {
+  explicit VectorAffine(const Bounds& b) : lo(_mm256_set1_ps(b.lo)), hi(_mm256_set1_ps(b.hi)) {}
+  __m256 operator()(__m256 x, __m256 a, __m256 b) const {
+    return _mm256_min_ps(hi, _mm256_max_ps(lo, _mm256_fmadd_ps(x, a, b)));
+  }
+  __m256 lo, hi;
 };
 
 class BatchNormKernel final : public Kernel {
@@ -64,17 +79,13 @@ class BatchNormKernel final : public Kernel {
   // Planes of `inner_` values of one channel each (NCHW).
   void run_planes(const float* x, float* y, const float* ab) const {
     const int64_t inner = inner_, channels = channels_;
-    const float lo = bounds_.lo, hi = bounds_.hi;
+    const Bounds bounds = bounds_;
     parallel_for(outer_ * channels, inner, [&](int64_t begin, int64_t end) {
       for (int64_t plane = begin; plane < end; ++plane) {
         const float a = ab[plane % channels], b = ab[channels + plane % channels];
         const float* xp = x + plane * inner;
         float* yp = y + plane * inner;
-        for (int64_t i = 0; i < inner; ++i) {
-          const float v = xp[i] * a + b;
-          const float above = v < lo ? lo : v;  // so written, NaN stays NaN
-          yp[i] = above > hi ? hi : above;
-        }
+        for (int64_t i = 0; i < inner; ++i) yp[i] = bounds.clamp(xp[i] * a + b);
         activate_after(yp, inner);
       }
     });
@@ -84,6 +95,7 @@ class BatchNormKernel final : public Kernel {
   void run_lanes(const float* x, float* y, const float* ab) const {
     const int64_t lanes = lanes_, inner = inner_, blocks = channels_ / lanes, channels = channels_;
     parallel_for(outer_ * blocks, inner * lanes, [&](int64_t begin, int64_t end) {
+      const VectorAffine affine(bounds_);
       for (int64_t plane = begin; plane < end; ++plane) {
         const int64_t first = plane % blocks * lanes;
         const float* xp = x + plane * inner * lanes;
@@ -91,27 +103,22 @@ class BatchNormKernel final : public Kernel {
         const float* a = ab + first;
         const float* b = ab + channels + first;
         if (lanes == 8) {
-          affine_block<1>(xp, a, b, yp, inner);
+          affine_block<1>(affine, xp, a, b, yp, inner);
         } else if (lanes == 16) {
-          affine_block<2>(xp, a, b, yp, inner);
+          affine_block<2>(affine, xp, a, b, yp, inner);
         } else {
-          for (int64_t i = 0; i < inner; ++i) affine_row(xp + i * lanes, a, b, yp + i * lanes, lanes);
+          for (int64_t i = 0; i < inner; ++i) affine_row(affine, xp + i * lanes, a, b, yp + i * lanes, lanes);
         }
         activate_after(yp, inner * lanes);
       }
     });
   }
 
-  // x * a + b within the bounds; max and min take the bound first so that NaN passes.
-  __m256 affine(__m256 x, __m256 a, __m256 b) const {
-    const __m256 y = _mm256_fmadd_ps(x, a, b);
-    return _mm256_min_ps(_mm256_set1_ps(bounds_.hi), _mm256_max_ps(_mm256_set1_ps(bounds_.lo), y));
-  }
-
   // Rows of one channel block (nChw8c, nChw16c): its scale and shift stay in registers
   // (row by row through affine_row took 3.5x as long).
   template <int kVectors>
-  void affine_block(const float* x, const float* a, const float* b, float* y, int64_t rows) const {
+  static void affine_block(const VectorAffine& affine, const float* x, const float* a, const float* b, float* y,
+                           int64_t rows) {
     __m256 va[kVectors], vb[kVectors];
     for (int v = 0; v < kVectors; ++v) {
       va[v] = _mm256_loadu_ps(a + 8 * v);
@@ -122,15 +129,12 @@ class BatchNormKernel final : public Kernel {
   }
 
   // y[l] = x[l] * a[l] + b[l] for l < n, eight lanes to a vector.
-  void affine_row(const float* x, const float* a, const float* b, float* y, int64_t n) const {
+  void affine_row(const VectorAffine& affine, const float* x, const float* a, const float* b, float* y,
+                  int64_t n) const {
     int64_t l = 0;
     for (; l + 8 <= n; l += 8)
       _mm256_storeu_ps(y + l, affine(_mm256_loadu_ps(x + l), _mm256_loadu_ps(a + l), _mm256_loadu_ps(b + l)));
-    for (; l < n; ++l) {
-      const float v = x[l] * a[l] + b[l];
-      const float above = v < bounds_.lo ? bounds_.lo : v;
-      y[l] = above > bounds_.hi ? bounds_.hi : above;
-    }
+    for (; l < n; ++l) y[l] = bounds_.clamp(x[l] * a[l] + b[l]);
   }
 
   // A fused activation other than Relu and Clip, over values just written (in cache).
