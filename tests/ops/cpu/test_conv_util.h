@@ -157,6 +157,67 @@ inline void set_activation(Node& node, const ActivationCase& a) {
   if (!a.params.empty()) node.attributes.set_floats("activation_params", a.params);
 }
 
+// A Conv's attributes, per spatial dim.
+struct ConvParams {
+  Shape strides, dilations, pads_begin, pads_end;  // per spatial dim
+  int64_t group = 1;
+};
+
+// Direct convolution over 1..3 spatial dims (missing leading dims are size 1).
+inline std::vector<float> reference_conv(const Tensor& x, const Tensor& w, const Tensor* b, const ConvParams& p,
+                                  const Shape& y_shape) {
+  const size_t sd = x.rank() - 2, pad = 3 - sd;
+  auto dims3 = [&](const Shape& s, size_t from, int64_t fill) {
+    Shape r(pad, fill);
+    r.insert(r.end(), s.begin() + from, s.begin() + from + sd);
+    return r;
+  };
+  const Shape in = dims3(x.shape(), 2, 1), k = dims3(w.shape(), 2, 1), out = dims3(y_shape, 2, 1);
+  const Shape st = dims3(p.strides, 0, 1), dl = dims3(p.dilations, 0, 1), pb = dims3(p.pads_begin, 0, 0);
+  const int64_t n_batch = x.shape()[0], c_in = x.shape()[1], m = w.shape()[0];
+  const int64_t cg = c_in / p.group, mg = m / p.group;
+  const float* xp = x.data_as<float>();
+  const float* wp = w.data_as<float>();
+  std::vector<float> y;
+  for (int64_t n = 0; n < n_batch; ++n)
+    for (int64_t oc = 0; oc < m; ++oc)
+      for (int64_t o0 = 0; o0 < out[0]; ++o0)
+        for (int64_t o1 = 0; o1 < out[1]; ++o1)
+          for (int64_t o2 = 0; o2 < out[2]; ++o2) {
+            double acc = b ? b->data_as<float>()[oc] : 0;
+            const int64_t g = oc / mg;
+            for (int64_t ic = 0; ic < cg; ++ic)
+              for (int64_t k0 = 0; k0 < k[0]; ++k0)
+                for (int64_t k1 = 0; k1 < k[1]; ++k1)
+                  for (int64_t k2 = 0; k2 < k[2]; ++k2) {
+                    const int64_t i0 = o0 * st[0] - pb[0] + k0 * dl[0];
+                    const int64_t i1 = o1 * st[1] - pb[1] + k1 * dl[1];
+                    const int64_t i2 = o2 * st[2] - pb[2] + k2 * dl[2];
+                    if (i0 < 0 || i0 >= in[0] || i1 < 0 || i1 >= in[1] || i2 < 0 || i2 >= in[2]) continue;
+                    const int64_t c = g * cg + ic;
+                    acc += double(xp[(((n * c_in + c) * in[0] + i0) * in[1] + i1) * in[2] + i2]) *
+                           wp[(((oc * cg + ic) * k[0] + k0) * k[1] + k1) * k[2] + k2];
+                  }
+            y.push_back(static_cast<float>(acc));
+          }
+  return y;
+}
+
+inline Node conv_node(const ConvParams& p, bool bias, const std::string& auto_pad = "NOTSET") {
+  Node node = make_node("Conv", bias ? 3 : 2);
+  node.attributes.set_ints("strides", p.strides);
+  node.attributes.set_ints("dilations", p.dilations);
+  if (auto_pad == "NOTSET") {
+    Shape pads = p.pads_begin;
+    pads.insert(pads.end(), p.pads_end.begin(), p.pads_end.end());
+    node.attributes.set_ints("pads", pads);
+  } else {
+    node.attributes.set_string("auto_pad", auto_pad);
+  }
+  node.attributes.set_int("group", p.group);
+  return node;
+}
+
 // An N x C x D.. float32 tensor in the CPU's blocked layout N x C/b x D.. x b.
 inline Tensor blocked(const Tensor& plain, int64_t b) {
   const Shape& s = plain.shape();
