@@ -1,9 +1,11 @@
 // Conv, com.ember FusedConv (bias, residual sum, activation) and its channels-last and
-// blocked forms com.ember NhwcConv and BlockedConv, on oneDNN.
+// blocked forms com.ember NhwcConv and BlockedConv, on oneDNN; BlockedConv's larger
+// 3x3 convolutions by Winograd's algorithm (ops/cpu/winograd_conv.h).
 #include "graph/schemas/window.h"
 #include "ops/cpu/dnnl_util.h"
 #include "ops/cpu/matrix_vector.h"
 #include "ops/cpu/parallel.h"
+#include "ops/cpu/winograd_conv.h"
 #include "ops/registry.h"
 
 #include <algorithm>
@@ -185,6 +187,11 @@ std::unique_ptr<Kernel> make_conv_in(KernelInit& init, std::string* why_not, Lay
     return nullptr;
   }
   if (conv_is_matrix_vector(init)) return make_matrix_vector_kernel(init, onnx_weights_desc(init.inputs[1].shape, 1), why_not);
+  if (layout == Layout::ChannelsBlocked && winograd_pays(init)) {
+    ew::Activation act;
+    if (!fused_activation_of(init.node, &act, why_not)) return nullptr;
+    if (auto winograd = make_winograd_conv(init, act, why_not)) return winograd;
+  }
   return with_fused_activation<ConvKernel>(init, why_not, layout, y_layout);
 }
 

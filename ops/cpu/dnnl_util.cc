@@ -266,6 +266,17 @@ dnnl::memory packed_constant(const KernelInit& init, size_t input, const dnnl::m
   return *static_cast<dnnl::memory*>(packed.get());  // a handle: shares the bytes
 }
 
+dnnl::memory constant_as(const KernelInit& init, size_t input, const dnnl::memory::desc& from,
+                         const dnnl::memory::desc& to) {
+  const Tensor& weight = *init.values[input];
+  if (weight.data() == nullptr && weight.numel() > 0) {
+    if (!init.is_weight(input))
+      init.fail("weight '" + init.node.inputs[input] + "' was given back once packed and cannot be read here");
+    return repack(init, input, to);
+  }
+  return reorder_constant(weight.data(), from, to);
+}
+
 DnnlHandles::~DnnlHandles() {
   for (Slot& slot : slots_)
     for (dnnl_memory_t m : slot.memory)

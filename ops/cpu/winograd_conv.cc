@@ -1,0 +1,332 @@
+#include "ops/cpu/winograd_conv.h"
+
+#include "graph/elementwise_table.h"
+#include "graph/schemas/window.h"
+#include "ops/cpu/dnnl_util.h"
+#include "ops/cpu/parallel.h"
+#include "ops/cpu/vector_math.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <limits>
+#include <vector>
+
+namespace ember {
+
+namespace {
+
+using dnnl::memory;
+
+constexpr int64_t kLanes = 8;    // one AVX2 vector per block
+constexpr int kOut = 4;          // output tile side
+constexpr int kIn = 6;           // input tile side: kOut + 3 - 1
+constexpr int kPoints = kIn * kIn;
+
+// The transforms of F(4, 3) on the points 0, 1, -1, 2, -2 and infinity (Lavin and Gray,
+// "Fast Algorithms for Convolutional Neural Networks"), one 6-vector at a time.
+
+// B^T d: an input column or row into the transform domain.
+inline void input_transform_6(const __m256* d, __m256* r) {
+  const __m256 four = _mm256_set1_ps(4.f), five = _mm256_set1_ps(5.f), two = _mm256_set1_ps(2.f);
+  r[0] = _mm256_add_ps(_mm256_fnmadd_ps(five, d[2], _mm256_mul_ps(four, d[0])), d[4]);
+  const __m256 a = _mm256_fnmadd_ps(four, d[2], d[4]), b = _mm256_fnmadd_ps(four, d[1], d[3]);
+  r[1] = _mm256_add_ps(a, b);
+  r[2] = _mm256_sub_ps(a, b);
+  const __m256 e = _mm256_sub_ps(d[4], d[2]), f = _mm256_mul_ps(two, _mm256_sub_ps(d[3], d[1]));
+  r[3] = _mm256_add_ps(e, f);
+  r[4] = _mm256_sub_ps(e, f);
+  r[5] = _mm256_add_ps(_mm256_fnmadd_ps(five, d[3], _mm256_mul_ps(four, d[1])), d[5]);
+}
+
+// A^T m: 6 transformed products back to 4 outputs.
+inline void output_transform_6(const __m256* m, __m256* o) {
+  const __m256 s12 = _mm256_add_ps(m[1], m[2]), d12 = _mm256_sub_ps(m[1], m[2]);
+  const __m256 s34 = _mm256_add_ps(m[3], m[4]), d34 = _mm256_sub_ps(m[3], m[4]);
+  o[0] = _mm256_add_ps(_mm256_add_ps(m[0], s12), s34);
+  o[1] = _mm256_fmadd_ps(_mm256_set1_ps(2.f), d34, d12);
+  o[2] = _mm256_fmadd_ps(_mm256_set1_ps(4.f), s34, s12);
+  o[3] = _mm256_add_ps(_mm256_fmadd_ps(_mm256_set1_ps(8.f), d34, d12), m[5]);
+}
+
+// G, the filter transform: 3 taps to 6 points.
+constexpr double kG[kIn][3] = {{1 / 4., 0, 0},           {-1 / 6., -1 / 6., -1 / 6.}, {-1 / 6., 1 / 6., -1 / 6.},
+                                {1 / 24., 1 / 12., 1 / 6.}, {1 / 24., -1 / 12., 1 / 6.}, {0, 0, 1}};
+
+// ONNX weights [K, C, 3, 3] as U[point][c][k] = (G g G^T)[point] (in double: the
+// transform's rounding is then only the final one).
+std::vector<float> transformed_filters(const float* w, int64_t channels, int64_t filters) {
+  std::vector<float> u(static_cast<size_t>(kPoints * channels * filters));
+  for (int64_t k = 0; k < filters; ++k)
+    for (int64_t c = 0; c < channels; ++c) {
+      const float* g = w + (k * channels + c) * 9;
+      double gg[kIn][3];  // G g
+      for (int i = 0; i < kIn; ++i)
+        for (int j = 0; j < 3; ++j) gg[i][j] = kG[i][0] * g[j] + kG[i][1] * g[3 + j] + kG[i][2] * g[6 + j];
+      for (int i = 0; i < kIn; ++i)
+        for (int j = 0; j < kIn; ++j)
+          u[((i * kIn + j) * channels + c) * filters + k] =
+              static_cast<float>(gg[i][0] * kG[j][0] + gg[i][1] * kG[j][1] + gg[i][2] * kG[j][2]);
+    }
+  return u;
+}
+
+// Where the output tiles are: tiles_h x tiles_w per image, numbered image by image.
+struct TileGrid {
+  int64_t blocks_in, blocks_out, h, w, oh, ow, pad_h, pad_w, tiles_h, tiles_w, tiles;
+};
+
+// The tiles a pass transforms, multiplies and writes back at once: V and M together
+// about kChunkBytes, so they stay in the caches between the three steps (one pass over
+// all of Inception's 147x147 image, V and M 19 MB, ran at half the direct conv's speed).
+// Fewer than kMinChunk tiles per pass and the filters U, read once per pass, cost more.
+constexpr int64_t kChunkBytes = int64_t{3} << 20;
+constexpr int64_t kMinChunk = 64;
+
+int64_t chunk_tiles(int64_t tiles, int64_t channels, int64_t filters) {
+  const int64_t per_tile = kPoints * (channels + filters) * static_cast<int64_t>(sizeof(float));
+  const int64_t wanted = std::max(kMinChunk, kChunkBytes / per_tile);
+  const int64_t chunks = (tiles + wanted - 1) / wanted;
+  return (tiles + chunks - 1) / chunks;  // even chunks: the last one is not a sliver
+}
+
+class WinogradConv final : public Kernel {
+ public:
+  WinogradConv(KernelInit& init, const ew::Activation& act, const TileGrid& grid)
+      : grid_(grid), has_bias_(init.inputs.size() > 2 && init.inputs[2].present()),
+        has_residual_(init.inputs.size() > 3 && init.inputs[3].present()) {
+    if (act.is(ew::UnaryFunction::Relu)) lo_ = 0.f;
+    else if (act.kind == ew::Activation::Kind::Clip) lo_ = act.params.alpha, hi_ = act.params.beta;
+    else after_ = act;
+    const int64_t channels = grid.blocks_in * kLanes, filters = grid.blocks_out * kLanes;
+    chunk_ = chunk_tiles(grid.tiles, channels, filters);
+
+    v_md_ = plain_f32_desc({kPoints, chunk_, channels});
+    m_md_ = plain_f32_desc({kPoints, chunk_, filters});
+    const memory::desc u_plain = plain_f32_desc({kPoints, channels, filters});
+    const double flops = 2.0 * kPoints * static_cast<double>(chunk_ * channels * filters);
+    DnnlThreadScope threads(dnnl_threads_for(init.num_threads, flops));
+    const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(v_md_, any_layout(u_plain), m_md_), make_dnnl_attr(),
+                                          dnnl_engine());
+    matmul_ = dnnl::matmul(pd);
+    u_md_ = pd.weights_desc();
+    scratch_md_ = pd.scratchpad_desc();
+    u_ = transformed_weights(init, u_plain);
+
+    WorkspaceLayout ws;
+    ws.take(scratchpad_bytes(pd));
+    v_at_ = ws.take(v_md_.get_size());
+    m_at_ = ws.take(m_md_.get_size());
+    init.workspace_bytes = ws.total();
+  }
+
+  const char* variant() const override { return "winograd F(4x4,3x3)"; }
+
+  void run(const RunArgs& args) const override {
+    const float* x = args.inputs[0]->data_as<float>();
+    const float* bias = has_bias_ ? args.inputs[2]->data_as<float>() : nullptr;
+    const float* z = has_residual_ ? args.inputs[3]->data_as<float>() : nullptr;
+    float* y = args.outputs[0]->data_as<float>();
+    float* v = static_cast<float*>(workspace_at(args, v_at_));
+    float* m = static_cast<float*>(workspace_at(args, m_at_));
+    // Chunks are even, so a short last one leaves rows of the one before in V: finite
+    // values whose products in M are never read.
+    for (int64_t first = 0; first < grid_.tiles; first += chunk_) {
+      const int64_t count = std::min(chunk_, grid_.tiles - first);
+      transform_inputs(x, v, first, count);
+      dnnl_execute(matmul_, handles_, {{DNNL_ARG_SRC, &v_md_, v},
+                                       {DNNL_ARG_WEIGHTS, &u_md_, u_.get_data_handle()},
+                                       {DNNL_ARG_DST, &m_md_, m},
+                                       {DNNL_ARG_SCRATCHPAD, &scratch_md_, args.workspace}});
+      transform_outputs(m, bias, z, y, first, count);
+    }
+    if (after_.kind == ew::Activation::Kind::Function) {
+      parallel_for(args.outputs[0]->numel(), 8, [&](int64_t b, int64_t e) {
+        vector_unary(after_.function, after_.params, y + b, y + b, e - b);
+      });
+    }
+  }
+
+ private:
+  // U in the matmul's layout: made once per session and weight when it is a session
+  // weight (the packed-weights cache shares it between plans), else for this plan.
+  memory transformed_weights(KernelInit& init, const memory::desc& u_plain) const {
+    const int64_t channels = grid_.blocks_in * kLanes, filters = grid_.blocks_out * kLanes;
+    const memory::desc w_plain = plain_f32_desc(init.inputs[1].shape);
+    const auto make = [&] {
+      const memory w = constant_as(init, 1, w_plain, w_plain);
+      std::vector<float> u = transformed_filters(static_cast<const float*>(w.get_data_handle()), channels, filters);
+      memory packed(u_md_, dnnl_engine());
+      memory plain(u_plain, dnnl_engine(), u.data());
+      dnnl::reorder(plain, packed).execute(dnnl_stream(), plain, packed);
+      dnnl_stream().wait();
+      return std::make_shared<memory>(packed);
+    };
+    if (!init.is_weight(1)) return *make();
+    // The form is named as packed_constant names its forms (its two descriptors), so
+    // a repack of this weight reads it correctly: U's dims [36, C, K] match no other
+    // form's, and no other form is made from it.
+    std::string form(reinterpret_cast<const char*>(&w_plain.data), sizeof w_plain.data);
+    form.append(reinterpret_cast<const char*>(&u_md_.data), sizeof u_md_.data);
+    auto packed = init.packed_weights->get(*init.values[1], form, u_md_.get_size(), make);
+    return *static_cast<memory*>(packed.get());
+  }
+
+  // V[point][tile][c] for the chunk's tiles, one tile and block of 8 channels per item.
+  void transform_inputs(const float* x, float* v, int64_t first, int64_t count) const {
+    const TileGrid& g = grid_;
+    const int64_t channels = g.blocks_in * kLanes;
+    parallel_for(count * g.blocks_in, 40 * kPoints, [&](int64_t begin, int64_t end) {
+      for (int64_t item = begin; item < end; ++item) {
+        const int64_t tile = item / g.blocks_in, block = item % g.blocks_in;
+        const int64_t image = (first + tile) / (g.tiles_h * g.tiles_w), at = (first + tile) % (g.tiles_h * g.tiles_w);
+        const int64_t y0 = at / g.tiles_w * kOut - g.pad_h, x0 = at % g.tiles_w * kOut - g.pad_w;
+        const float* plane = x + (image * g.blocks_in + block) * g.h * g.w * kLanes;
+        __m256 d[kIn][kIn];
+        load_input_tile(plane, y0, x0, d);
+        __m256 col[kIn], r[kIn][kIn];
+        for (int j = 0; j < kIn; ++j) {
+          for (int i = 0; i < kIn; ++i) col[i] = d[i][j];
+          __m256 out[kIn];
+          input_transform_6(col, out);
+          for (int i = 0; i < kIn; ++i) r[i][j] = out[i];
+        }
+        float* to = v + tile * channels + block * kLanes;
+        for (int i = 0; i < kIn; ++i) {
+          __m256 out[kIn];
+          input_transform_6(r[i], out);
+          for (int j = 0; j < kIn; ++j) _mm256_storeu_ps(to + (i * kIn + j) * chunk_ * channels, out[j]);
+        }
+      }
+    });
+  }
+
+  // The 6x6 input tile at (y0, x0) of one block's plane, zero outside it (the pads).
+  void load_input_tile(const float* plane, int64_t y0, int64_t x0, __m256 (&d)[kIn][kIn]) const {
+    const int64_t h = grid_.h, w = grid_.w;
+    if (y0 >= 0 && x0 >= 0 && y0 + kIn <= h && x0 + kIn <= w) {
+      for (int i = 0; i < kIn; ++i)
+        for (int j = 0; j < kIn; ++j) d[i][j] = _mm256_loadu_ps(plane + ((y0 + i) * w + x0 + j) * kLanes);
+      return;
+    }
+    for (int i = 0; i < kIn; ++i)
+      for (int j = 0; j < kIn; ++j) {
+        const int64_t yy = y0 + i, xx = x0 + j;
+        d[i][j] = yy >= 0 && yy < h && xx >= 0 && xx < w ? _mm256_loadu_ps(plane + (yy * w + xx) * kLanes)
+                                                         : _mm256_setzero_ps();
+      }
+  }
+
+  // Y's 4x4 tiles from M[point][tile][k], with bias, residual and bounds, one tile and
+  // block of 8 filters per item.
+  void transform_outputs(const float* m, const float* bias, const float* z, float* y, int64_t first,
+                         int64_t count) const {
+    const TileGrid& g = grid_;
+    const int64_t filters = g.blocks_out * kLanes;
+    const __m256 lo = _mm256_set1_ps(lo_), hi = _mm256_set1_ps(hi_);
+    parallel_for(count * g.blocks_out, 30 * kPoints, [&](int64_t begin, int64_t end) {
+      for (int64_t item = begin; item < end; ++item) {
+        const int64_t tile = item / g.blocks_out, block = item % g.blocks_out;
+        const int64_t image = (first + tile) / (g.tiles_h * g.tiles_w), at = (first + tile) % (g.tiles_h * g.tiles_w);
+        const int64_t y0 = at / g.tiles_w * kOut, x0 = at % g.tiles_w * kOut;
+        const float* from = m + tile * filters + block * kLanes;
+        __m256 col[kIn], r[kOut][kIn];
+        for (int j = 0; j < kIn; ++j) {
+          for (int i = 0; i < kIn; ++i) col[i] = _mm256_loadu_ps(from + (i * kIn + j) * chunk_ * filters);
+          __m256 out[kOut];
+          output_transform_6(col, out);
+          for (int i = 0; i < kOut; ++i) r[i][j] = out[i];
+        }
+        const __m256 b = bias ? _mm256_loadu_ps(bias + block * kLanes) : _mm256_setzero_ps();
+        const int64_t plane = (image * g.blocks_out + block) * g.oh * g.ow * kLanes;
+        const int rows = static_cast<int>(std::min<int64_t>(kOut, g.oh - y0));
+        const int cols = static_cast<int>(std::min<int64_t>(kOut, g.ow - x0));
+        for (int i = 0; i < rows; ++i) {
+          __m256 out[kOut];
+          output_transform_6(r[i], out);
+          const int64_t row = plane + ((y0 + i) * g.ow + x0) * kLanes;
+          for (int j = 0; j < cols; ++j) {
+            __m256 value = _mm256_add_ps(out[j], b);
+            if (z) value = _mm256_add_ps(value, _mm256_loadu_ps(z + row + j * kLanes));
+            // The bound first: NaN stays NaN, as through max(0, x).
+            value = _mm256_min_ps(hi, _mm256_max_ps(lo, value));
+            _mm256_storeu_ps(y + row + j * kLanes, value);
+          }
+        }
+      }
+    });
+  }
+
+  TileGrid grid_;
+  int64_t chunk_ = 0;
+  bool has_bias_, has_residual_;
+  float lo_ = -std::numeric_limits<float>::infinity(), hi_ = std::numeric_limits<float>::infinity();
+  ew::Activation after_;  // kind None where the bounds do it all
+  dnnl::matmul matmul_;
+  mutable DnnlHandles handles_;
+  memory::desc v_md_, m_md_, u_md_, scratch_md_;
+  memory u_;
+  size_t v_at_ = 0, m_at_ = 0;
+};
+
+// The grid of `init`'s conv, or "" with the reason it is not a Winograd F(4x4, 3x3) conv
+// in blocks of 8.
+std::string grid_of(const KernelInit& init, TileGrid* grid) {
+  const Shape& x = init.inputs[0].shape;
+  const Shape& w = init.inputs[1].shape;
+  const Shape& y = init.outputs[0].shape;
+  if (x.size() != 5 || x.back() != kLanes || y.size() != 5 || y.back() != kLanes)
+    return "X and Y are not 2-D images in blocks of 8";
+  if (init.values[1] == nullptr) return "the weights are not constant";
+  for (size_t i = 0; i < init.inputs.size(); ++i)
+    if (init.inputs[i].present() && init.inputs[i].dtype != DType::Float32) return "not float32";
+  if (init.outputs[0].dtype != DType::Float32 || init.dense_math != DenseMath::Float32) return "not float32 math";
+  if (init.node.attributes.get_int_or("group", 1) != 1) return "a grouped convolution";
+  if (w.size() != 4 || w[2] != 3 || w[3] != 3) return "not a 3x3 filter";
+  const WindowGeometry g = forward_window(init.node, spatial_dims(x, Layout::ChannelsBlocked), {3, 3}, false);
+  for (int d = 0; d < 2; ++d)
+    if (g.strides[d] != 1 || g.dilations[d] != 1) return "strided or dilated";
+  if (init.inputs.size() > 3 && init.inputs[3].present() && init.inputs[3].shape != y)
+    return "the residual broadcasts";
+  *grid = {.blocks_in = x[1], .blocks_out = y[1], .h = x[2], .w = x[3], .oh = y[2], .ow = y[3],
+           .pad_h = g.pads_begin[0], .pad_w = g.pads_begin[1], .tiles_h = (y[2] + kOut - 1) / kOut,
+           .tiles_w = (y[3] + kOut - 1) / kOut, .tiles = 0};
+  grid->tiles = x[0] * grid->tiles_h * grid->tiles_w;
+  return "";
+}
+
+}  // namespace
+
+bool winograd_pays(const KernelInit& init) {
+  TileGrid g;
+  if (!grid_of(init, &g).empty()) return false;
+  // Measured against oneDNN 2.6's jit:avx2 direct conv (2 threads, Zen 3; three such
+  // convs in a row, their profiled times, direct -> Winograd, ms):
+  //   64 -> 64 at 56x56:  batch 1  3.4 -> 1.5,   batch 8  27-36 -> 21-24
+  //   96 -> 96 at 35x35:  batch 1  3.4 -> 1.3,   batch 8  26.5 -> 12.2
+  //   256 -> 256 at 14x14 (16 tiles an image): batch 1  5.2 -> 3.2,  batch 8  33 -> 15
+  //   512 -> 512 at 7x7 (4 tiles an image): batch 1  5.5 -> 11.5, batch 2  7.0 -> 10.5,
+  //     batch 4  17.7 -> 12.5, batch 8  44 -> 19: U, 4x the filters, is read once per
+  //     pass and pays only over enough tiles;
+  //   16 -> 16 at 112x112: batch 1 even, batch 8  8.6 -> 12; 32 -> 32 at 147x147 even;
+  //     48 -> 48 at 28x28: batch 1 even, batch 8  4.7 -> 2.8: the transforms, linear in
+  //     the channels where the products are quadratic, pay from about 48 channels.
+  return g.tiles >= 16 && g.blocks_in >= 6 && g.blocks_out >= 6;
+}
+
+std::unique_ptr<Kernel> make_winograd_conv(KernelInit& init, const ew::Activation& act, std::string* why_not) {
+  TileGrid grid;
+  if (!(*why_not = grid_of(init, &grid)).empty()) return nullptr;
+  if (act.kind == ew::Activation::Kind::Function && !act.is(ew::UnaryFunction::Relu) &&
+      !has_vector_form(act.function)) {
+    *why_not = "its fused activation has no vector form";
+    return nullptr;
+  }
+  if (grid.tiles == 0 || grid.blocks_out == 0) {
+    *why_not = "an empty output";
+    return nullptr;
+  }
+  return std::make_unique<WinogradConv>(init, act, grid);
+}
+
+}  // namespace ember
