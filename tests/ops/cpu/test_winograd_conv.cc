@@ -140,7 +140,8 @@ TEST(WinogradConv, BlockedConvChoosesItWhereItPays) {
   EXPECT_EQ(chosen_for(1, 256, 14), "winograd F(4x4,3x3)");  // 16 tiles
   EXPECT_EQ(chosen_for(4, 512, 7), "winograd F(4x4,3x3)");   // 16 tiles over the batch
   EXPECT_EQ(chosen_for(2, 512, 7), std::nullopt);            // 8 tiles: U costs more than it saves
-  EXPECT_EQ(chosen_for(1, 32, 56), std::nullopt);            // the transforms cost more than they save
+  EXPECT_EQ(chosen_for(1, 32, 56), "winograd F(4x4,3x3)");
+  EXPECT_EQ(chosen_for(8, 16, 56), std::nullopt);            // the transforms cost more than they save
   EXPECT_EQ(chosen_for(1, 64, 56, 2), std::nullopt);         // strided
 }
 
