@@ -307,12 +307,14 @@ bool winograd_pays(const KernelInit& init) {
   //   256 -> 256 at 14x14 (16 tiles an image): batch 1  5.2 -> 3.2,  batch 8  33 -> 15
   //   512 -> 512 at 7x7 (4 tiles an image): batch 1  5.5 -> 11.5, batch 2  7.0 -> 10.5,
   //     batch 4  17.7 -> 12.5, batch 8  44 -> 19: U, 4x the filters, is read once per
-  //     pass and pays only over enough tiles;
+  //     pass and pays only over enough tiles. Such layers stay direct at every batch:
+  //     their U would be 4x a network's largest filters (ResNet-50's session held 94 MiB
+  //     more at batch 8), and a service running batch 1 and 8 would hold both forms;
   //   32 -> 32 at 147x147 (Inception's stem; one conv): batch 1  2.25 -> 1.6, batch 8
   //     24 -> 23; 32 -> 64 there: 4.45 -> 3.0 and 49 -> 36;
   //   16 -> 16 at 112x112 (one conv): batch 1 even, batch 8  3.6 -> 5.5: the transforms,
   //     linear in the channels where the products are quadratic, pay from 32 channels.
-  return g.tiles >= 16 && g.blocks_in >= 4 && g.blocks_out >= 4;
+  return g.tiles_h * g.tiles_w >= 16 && g.blocks_in >= 4 && g.blocks_out >= 4;
 }
 
 std::unique_ptr<Kernel> make_winograd_conv(KernelInit& init, const ew::Activation& act, std::string* why_not) {

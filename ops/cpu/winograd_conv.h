@@ -24,7 +24,7 @@ namespace ember {
 // Whether a BlockedConv `init` is one the Winograd kernel runs faster than oneDNN's
 // direct kernel on this CPU: a dense 3x3, stride 1, undilated 2-D conv in blocks of 8
 // on constant float32 weights, with 32 channels or more in and out and 16 output tiles
-// or more over the batch (the measurements are in the .cc).
+// or more an image, 13x13 and up (the measurements are in the .cc).
 bool winograd_pays(const KernelInit& init);
 
 // The Winograd kernel for a BlockedConv (X and Y blocked by 8) with fused activation

@@ -138,8 +138,8 @@ std::optional<std::string> chosen_for(int64_t batch, int64_t c, int64_t size, in
 TEST(WinogradConv, BlockedConvChoosesItWhereItPays) {
   EXPECT_EQ(chosen_for(1, 64, 56), "winograd F(4x4,3x3)");
   EXPECT_EQ(chosen_for(1, 256, 14), "winograd F(4x4,3x3)");  // 16 tiles
-  EXPECT_EQ(chosen_for(4, 512, 7), "winograd F(4x4,3x3)");   // 16 tiles over the batch
-  EXPECT_EQ(chosen_for(2, 512, 7), std::nullopt);            // 8 tiles: U costs more than it saves
+  EXPECT_EQ(chosen_for(1, 512, 7), std::nullopt);  // 4 tiles: U costs more than it saves
+  EXPECT_EQ(chosen_for(8, 512, 7), std::nullopt);  // and 4x the filters' memory
   EXPECT_EQ(chosen_for(1, 32, 56), "winograd F(4x4,3x3)");
   EXPECT_EQ(chosen_for(8, 16, 56), std::nullopt);            // the transforms cost more than they save
   EXPECT_EQ(chosen_for(1, 64, 56, 2), std::nullopt);         // strided
