@@ -187,10 +187,11 @@ std::unique_ptr<Kernel> make_conv_in(KernelInit& init, std::string* why_not, Lay
     return nullptr;
   }
   if (conv_is_matrix_vector(init)) return make_matrix_vector_kernel(init, onnx_weights_desc(init.inputs[1].shape, 1), why_not);
-  if (layout == Layout::ChannelsBlocked && winograd_pays(init)) {
+  const WinogradTile tile = layout == Layout::ChannelsBlocked ? winograd_tile_for(init) : WinogradTile::None;
+  if (tile != WinogradTile::None) {
     ew::Activation act;
     if (!fused_activation_of(init.node, &act, why_not)) return nullptr;
-    if (auto winograd = make_winograd_conv(init, act, why_not)) return winograd;
+    if (auto winograd = make_winograd_conv(init, act, tile, why_not)) return winograd;
   }
   return with_fused_activation<ConvKernel>(init, why_not, layout, y_layout);
 }

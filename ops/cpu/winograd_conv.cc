@@ -18,55 +18,81 @@ namespace {
 
 using dnnl::memory;
 
-constexpr int64_t kLanes = 8;    // one AVX2 vector per block
-constexpr int kOut = 4;          // output tile side
-constexpr int kIn = 6;           // input tile side: kOut + 3 - 1
-constexpr int kPoints = kIn * kIn;
+constexpr int64_t kLanes = 8;  // one AVX2 vector per block
 
-// The transforms of F(4, 3) on the points 0, 1, -1, 2, -2 and infinity (Lavin and Gray,
-// "Fast Algorithms for Convolutional Neural Networks"), one 6-vector at a time.
+// The transforms of F(m, 3), one column or row of vectors at a time (Lavin and Gray,
+// "Fast Algorithms for Convolutional Neural Networks"): B^T d takes kIn inputs into the
+// transform domain, A^T m its kIn products back to kOut outputs, and G the filter's 3
+// taps to kIn points.
 
-// B^T d: an input column or row into the transform domain.
-inline void input_transform_6(const __m256* d, __m256* r) {
-  const __m256 four = _mm256_set1_ps(4.f), five = _mm256_set1_ps(5.f), two = _mm256_set1_ps(2.f);
-  r[0] = _mm256_add_ps(_mm256_fnmadd_ps(five, d[2], _mm256_mul_ps(four, d[0])), d[4]);
-  const __m256 a = _mm256_fnmadd_ps(four, d[2], d[4]), b = _mm256_fnmadd_ps(four, d[1], d[3]);
-  r[1] = _mm256_add_ps(a, b);
-  r[2] = _mm256_sub_ps(a, b);
-  const __m256 e = _mm256_sub_ps(d[4], d[2]), f = _mm256_mul_ps(two, _mm256_sub_ps(d[3], d[1]));
-  r[3] = _mm256_add_ps(e, f);
-  r[4] = _mm256_sub_ps(e, f);
-  r[5] = _mm256_add_ps(_mm256_fnmadd_ps(five, d[3], _mm256_mul_ps(four, d[1])), d[5]);
-}
+// F(4x4, 3x3), on the points 0, 1, -1, 2, -2 and infinity: 36 products per 16 outputs.
+struct F4x4 {
+  static constexpr int kOut = 4, kIn = 6;
+  static constexpr const char* kName = "winograd F(4x4,3x3)";
+  static constexpr double kG[kIn][3] = {{1 / 4., 0, 0},           {-1 / 6., -1 / 6., -1 / 6.},
+                                        {-1 / 6., 1 / 6., -1 / 6.}, {1 / 24., 1 / 12., 1 / 6.},
+                                        {1 / 24., -1 / 12., 1 / 6.}, {0, 0, 1}};
 
-// A^T m: 6 transformed products back to 4 outputs.
-inline void output_transform_6(const __m256* m, __m256* o) {
-  const __m256 s12 = _mm256_add_ps(m[1], m[2]), d12 = _mm256_sub_ps(m[1], m[2]);
-  const __m256 s34 = _mm256_add_ps(m[3], m[4]), d34 = _mm256_sub_ps(m[3], m[4]);
-  o[0] = _mm256_add_ps(_mm256_add_ps(m[0], s12), s34);
-  o[1] = _mm256_fmadd_ps(_mm256_set1_ps(2.f), d34, d12);
-  o[2] = _mm256_fmadd_ps(_mm256_set1_ps(4.f), s34, s12);
-  o[3] = _mm256_add_ps(_mm256_fmadd_ps(_mm256_set1_ps(8.f), d34, d12), m[5]);
-}
+  static void input(const __m256* d, __m256* r) {
+    const __m256 four = _mm256_set1_ps(4.f), five = _mm256_set1_ps(5.f), two = _mm256_set1_ps(2.f);
+    r[0] = _mm256_add_ps(_mm256_fnmadd_ps(five, d[2], _mm256_mul_ps(four, d[0])), d[4]);
+    const __m256 a = _mm256_fnmadd_ps(four, d[2], d[4]), b = _mm256_fnmadd_ps(four, d[1], d[3]);
+    r[1] = _mm256_add_ps(a, b);
+    r[2] = _mm256_sub_ps(a, b);
+    const __m256 e = _mm256_sub_ps(d[4], d[2]), f = _mm256_mul_ps(two, _mm256_sub_ps(d[3], d[1]));
+    r[3] = _mm256_add_ps(e, f);
+    r[4] = _mm256_sub_ps(e, f);
+    r[5] = _mm256_add_ps(_mm256_fnmadd_ps(five, d[3], _mm256_mul_ps(four, d[1])), d[5]);
+  }
 
-// G, the filter transform: 3 taps to 6 points.
-constexpr double kG[kIn][3] = {{1 / 4., 0, 0},           {-1 / 6., -1 / 6., -1 / 6.}, {-1 / 6., 1 / 6., -1 / 6.},
-                                {1 / 24., 1 / 12., 1 / 6.}, {1 / 24., -1 / 12., 1 / 6.}, {0, 0, 1}};
+  static void output(const __m256* m, __m256* o) {
+    const __m256 s12 = _mm256_add_ps(m[1], m[2]), d12 = _mm256_sub_ps(m[1], m[2]);
+    const __m256 s34 = _mm256_add_ps(m[3], m[4]), d34 = _mm256_sub_ps(m[3], m[4]);
+    o[0] = _mm256_add_ps(_mm256_add_ps(m[0], s12), s34);
+    o[1] = _mm256_fmadd_ps(_mm256_set1_ps(2.f), d34, d12);
+    o[2] = _mm256_fmadd_ps(_mm256_set1_ps(4.f), s34, s12);
+    o[3] = _mm256_add_ps(_mm256_fmadd_ps(_mm256_set1_ps(8.f), d34, d12), m[5]);
+  }
+};
+
+// F(2x2, 3x3), on the points 0, 1, -1 and infinity: 16 products per 4 outputs. Fewer
+// saved multiplications (2.25x against 4x), but transformed filters 16/9 of the
+// filters' bytes where F(4x4) has 36/9, and tiles that fit small images (7x7 is 16).
+struct F2x2 {
+  static constexpr int kOut = 2, kIn = 4;
+  static constexpr const char* kName = "winograd F(2x2,3x3)";
+  static constexpr double kG[kIn][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
+
+  static void input(const __m256* d, __m256* r) {
+    r[0] = _mm256_sub_ps(d[0], d[2]);
+    r[1] = _mm256_add_ps(d[1], d[2]);
+    r[2] = _mm256_sub_ps(d[2], d[1]);
+    r[3] = _mm256_sub_ps(d[1], d[3]);
+  }
+
+  static void output(const __m256* m, __m256* o) {
+    o[0] = _mm256_add_ps(_mm256_add_ps(m[0], m[1]), m[2]);
+    o[1] = _mm256_sub_ps(_mm256_sub_ps(m[1], m[2]), m[3]);
+  }
+};
 
 // ONNX weights [K, C, 3, 3] as U[point][c][k] = (G g G^T)[point] (in double: the
 // transform's rounding is then only the final one).
+template <class Tile>
 std::vector<float> transformed_filters(const float* w, int64_t channels, int64_t filters) {
-  std::vector<float> u(static_cast<size_t>(kPoints * channels * filters));
+  constexpr int kIn = Tile::kIn;
+  std::vector<float> u(static_cast<size_t>(kIn * kIn * channels * filters));
   for (int64_t k = 0; k < filters; ++k)
     for (int64_t c = 0; c < channels; ++c) {
       const float* g = w + (k * channels + c) * 9;
       double gg[kIn][3];  // G g
       for (int i = 0; i < kIn; ++i)
-        for (int j = 0; j < 3; ++j) gg[i][j] = kG[i][0] * g[j] + kG[i][1] * g[3 + j] + kG[i][2] * g[6 + j];
+        for (int j = 0; j < 3; ++j)
+          gg[i][j] = Tile::kG[i][0] * g[j] + Tile::kG[i][1] * g[3 + j] + Tile::kG[i][2] * g[6 + j];
       for (int i = 0; i < kIn; ++i)
         for (int j = 0; j < kIn; ++j)
-          u[((i * kIn + j) * channels + c) * filters + k] =
-              static_cast<float>(gg[i][0] * kG[j][0] + gg[i][1] * kG[j][1] + gg[i][2] * kG[j][2]);
+          u[((i * kIn + j) * channels + c) * filters + k] = static_cast<float>(
+              gg[i][0] * Tile::kG[j][0] + gg[i][1] * Tile::kG[j][1] + gg[i][2] * Tile::kG[j][2]);
     }
   return u;
 }
@@ -83,13 +109,14 @@ struct TileGrid {
 constexpr int64_t kChunkBytes = int64_t{3} << 20;
 constexpr int64_t kMinChunk = 64;
 
-int64_t chunk_tiles(int64_t tiles, int64_t channels, int64_t filters) {
-  const int64_t per_tile = kPoints * (channels + filters) * static_cast<int64_t>(sizeof(float));
+int64_t chunk_tiles(int64_t tiles, int64_t points, int64_t channels, int64_t filters) {
+  const int64_t per_tile = points * (channels + filters) * static_cast<int64_t>(sizeof(float));
   const int64_t wanted = std::max(kMinChunk, kChunkBytes / per_tile);
   const int64_t chunks = (tiles + wanted - 1) / wanted;
   return (tiles + chunks - 1) / chunks;  // even chunks: the last one is not a sliver
 }
 
+template <class Tile>
 class WinogradConv final : public Kernel {
  public:
   WinogradConv(KernelInit& init, const ew::Activation& act, const TileGrid& grid)
@@ -99,7 +126,7 @@ class WinogradConv final : public Kernel {
     else if (act.kind == ew::Activation::Kind::Clip) lo_ = act.params.alpha, hi_ = act.params.beta;
     else after_ = act;
     const int64_t channels = grid.blocks_in * kLanes, filters = grid.blocks_out * kLanes;
-    chunk_ = chunk_tiles(grid.tiles, channels, filters);
+    chunk_ = chunk_tiles(grid.tiles, kPoints, channels, filters);
 
     v_md_ = plain_f32_desc({kPoints, chunk_, channels});
     m_md_ = plain_f32_desc({kPoints, chunk_, filters});
@@ -120,7 +147,7 @@ class WinogradConv final : public Kernel {
     init.workspace_bytes = ws.total();
   }
 
-  const char* variant() const override { return "winograd F(4x4,3x3)"; }
+  const char* variant() const override { return Tile::kName; }
 
   void run(const RunArgs& args) const override {
     const float* x = args.inputs[0]->data_as<float>();
@@ -148,6 +175,9 @@ class WinogradConv final : public Kernel {
   }
 
  private:
+  static constexpr int kOut = Tile::kOut, kIn = Tile::kIn;
+  static constexpr int64_t kPoints = kIn * kIn;
+
   // U in the matmul's layout: made once per session and weight when it is a session
   // weight (the packed-weights cache shares it between plans), else for this plan.
   memory transformed_weights(KernelInit& init, const memory::desc& u_plain) const {
@@ -155,7 +185,7 @@ class WinogradConv final : public Kernel {
     const memory::desc w_plain = plain_f32_desc(init.inputs[1].shape);
     const auto make = [&] {
       const memory w = constant_as(init, 1, w_plain, w_plain);
-      std::vector<float> u = transformed_filters(static_cast<const float*>(w.get_data_handle()), channels, filters);
+      std::vector<float> u = transformed_filters<Tile>(static_cast<const float*>(w.get_data_handle()), channels, filters);
       memory packed(u_md_, dnnl_engine());
       memory plain(u_plain, dnnl_engine(), u.data());
       dnnl::reorder(plain, packed).execute(dnnl_stream(), plain, packed);
@@ -188,13 +218,13 @@ class WinogradConv final : public Kernel {
         for (int j = 0; j < kIn; ++j) {
           for (int i = 0; i < kIn; ++i) col[i] = d[i][j];
           __m256 out[kIn];
-          input_transform_6(col, out);
+          Tile::input(col, out);
           for (int i = 0; i < kIn; ++i) r[i][j] = out[i];
         }
         float* to = v + tile * channels + block * kLanes;
         for (int i = 0; i < kIn; ++i) {
           __m256 out[kIn];
-          input_transform_6(r[i], out);
+          Tile::input(r[i], out);
           for (int j = 0; j < kIn; ++j) _mm256_storeu_ps(to + (i * kIn + j) * chunk_ * channels, out[j]);
         }
       }
@@ -234,7 +264,7 @@ class WinogradConv final : public Kernel {
         for (int j = 0; j < kIn; ++j) {
           for (int i = 0; i < kIn; ++i) col[i] = _mm256_loadu_ps(from + (i * kIn + j) * chunk_ * filters);
           __m256 out[kOut];
-          output_transform_6(col, out);
+          Tile::output(col, out);
           for (int i = 0; i < kOut; ++i) r[i][j] = out[i];
         }
         const __m256 b = bias ? _mm256_loadu_ps(bias + block * kLanes) : _mm256_setzero_ps();
@@ -243,7 +273,7 @@ class WinogradConv final : public Kernel {
         const int cols = static_cast<int>(std::min<int64_t>(kOut, g.ow - x0));
         for (int i = 0; i < rows; ++i) {
           __m256 out[kOut];
-          output_transform_6(r[i], out);
+          Tile::output(r[i], out);
           const int64_t row = plane + ((y0 + i) * g.ow + x0) * kLanes;
           for (int j = 0; j < cols; ++j) {
             __m256 value = _mm256_add_ps(out[j], b);
@@ -269,9 +299,9 @@ class WinogradConv final : public Kernel {
   size_t v_at_ = 0, m_at_ = 0;
 };
 
-// The grid of `init`'s conv, or "" with the reason it is not a Winograd F(4x4, 3x3) conv
-// in blocks of 8.
-std::string grid_of(const KernelInit& init, TileGrid* grid) {
+// The grid of `init`'s conv in output tiles of `tile` x `tile`, or "" with the reason it
+// is not a Winograd conv in blocks of 8.
+std::string grid_of(const KernelInit& init, int64_t tile, TileGrid* grid) {
   const Shape& x = init.inputs[0].shape;
   const Shape& w = init.inputs[1].shape;
   const Shape& y = init.outputs[0].shape;
@@ -289,37 +319,47 @@ std::string grid_of(const KernelInit& init, TileGrid* grid) {
   if (init.inputs.size() > 3 && init.inputs[3].present() && init.inputs[3].shape != y)
     return "the residual broadcasts";
   *grid = {.blocks_in = x[1], .blocks_out = y[1], .h = x[2], .w = x[3], .oh = y[2], .ow = y[3],
-           .pad_h = g.pads_begin[0], .pad_w = g.pads_begin[1], .tiles_h = (y[2] + kOut - 1) / kOut,
-           .tiles_w = (y[3] + kOut - 1) / kOut, .tiles = 0};
+           .pad_h = g.pads_begin[0], .pad_w = g.pads_begin[1], .tiles_h = (y[2] + tile - 1) / tile,
+           .tiles_w = (y[3] + tile - 1) / tile, .tiles = 0};
   grid->tiles = x[0] * grid->tiles_h * grid->tiles_w;
   return "";
 }
 
 }  // namespace
 
-bool winograd_pays(const KernelInit& init) {
-  TileGrid g;
-  if (!grid_of(init, &g).empty()) return false;
+WinogradTile winograd_tile_for(const KernelInit& init) {
+  TileGrid g4, g2;
+  if (!grid_of(init, F4x4::kOut, &g4).empty() || !grid_of(init, F2x2::kOut, &g2).empty()) return WinogradTile::None;
   // Measured against oneDNN 2.6's jit:avx2 direct conv (2 threads, Zen 3; three such
   // convs in a row, their profiled times, direct -> Winograd, ms):
   //   64 -> 64 at 56x56:  batch 1  3.4 -> 1.5,   batch 8  27-36 -> 21-24
   //   96 -> 96 at 35x35:  batch 1  3.4 -> 1.3,   batch 8  26.5 -> 12.2
   //   256 -> 256 at 14x14 (16 tiles an image): batch 1  5.2 -> 3.2,  batch 8  33 -> 15
-  //   512 -> 512 at 7x7 (4 tiles an image): batch 1  5.5 -> 11.5, batch 2  7.0 -> 10.5,
-  //     batch 4  17.7 -> 12.5, batch 8  44 -> 19: U, 4x the filters, is read once per
-  //     pass and pays only over enough tiles. Such layers stay direct at every batch:
-  //     their U would be 4x a network's largest filters (ResNet-50's session held 94 MiB
-  //     more at batch 8), and a service running batch 1 and 8 would hold both forms;
   //   32 -> 32 at 147x147 (Inception's stem; one conv): batch 1  2.25 -> 1.6, batch 8
   //     24 -> 23; 32 -> 64 there: 4.45 -> 3.0 and 49 -> 36;
   //   16 -> 16 at 112x112 (one conv): batch 1 even, batch 8  3.6 -> 5.5: the transforms,
   //     linear in the channels where the products are quadratic, pay from 32 channels.
-  return g.tiles_h * g.tiles_w >= 16 && g.blocks_in >= 4 && g.blocks_out >= 4;
+  if (g4.blocks_in < 4 || g4.blocks_out < 4) return WinogradTile::None;
+  if (g4.tiles_h * g4.tiles_w >= 16) return WinogradTile::F4x4;
+  // Smaller images: F(4x4) ran 512 -> 512 at 7x7 (4 tiles an image) slower at batch 1
+  // and 2 (5.5 -> 11.5, 7.0 -> 10.5) and faster from batch 4 (17.7 -> 12.5; batch 8
+  // 44 -> 19), but its U, 4x the filters of a network's widest layers, grew ResNet-18's
+  // packed weights at batch 8 from 72 to 153 MiB. F(2x2) at 7x7 (16 tiles an image),
+  // its U 1.8x the filters:
+  //   512 -> 512 (two convs): batch 1  6.0 -> 5.1,  batch 2  9.1 -> 8.3,  batch 8  43 -> 29
+  //   256 -> 256: batch 1  1.1 -> 0.7,  batch 8  11 -> 7;  128 -> 128: 0.33 -> 0.23 and
+  //     2.25 -> 1.32;  64 -> 64: batch 1 even, batch 8  0.71 -> 0.57
+  //   128 -> 32 (DenseNet's; one conv): batch 1  0.06 -> 0.08, batch 8  0.29 -> 0.22;
+  //     32 -> 32: 0.018 -> 0.033 and even: convs this small cost less than the passes.
+  if (g2.blocks_in < 8 || g2.blocks_out < 8) return WinogradTile::None;
+  return g2.tiles >= 16 ? WinogradTile::F2x2 : WinogradTile::None;
 }
 
-std::unique_ptr<Kernel> make_winograd_conv(KernelInit& init, const ew::Activation& act, std::string* why_not) {
+std::unique_ptr<Kernel> make_winograd_conv(KernelInit& init, const ew::Activation& act, WinogradTile tile,
+                                           std::string* why_not) {
   TileGrid grid;
-  if (!(*why_not = grid_of(init, &grid)).empty()) return nullptr;
+  const int64_t side = tile == WinogradTile::F2x2 ? F2x2::kOut : F4x4::kOut;
+  if (!(*why_not = grid_of(init, side, &grid)).empty()) return nullptr;
   if (act.kind == ew::Activation::Kind::Function && !act.is(ew::UnaryFunction::Relu) &&
       !has_vector_form(act.function)) {
     *why_not = "its fused activation has no vector form";
@@ -329,7 +369,8 @@ std::unique_ptr<Kernel> make_winograd_conv(KernelInit& init, const ew::Activatio
     *why_not = "an empty output";
     return nullptr;
   }
-  return std::make_unique<WinogradConv>(init, act, grid);
+  if (tile == WinogradTile::F2x2) return std::make_unique<WinogradConv<F2x2>>(init, act, grid);
+  return std::make_unique<WinogradConv<F4x4>>(init, act, grid);
 }
 
 }  // namespace ember

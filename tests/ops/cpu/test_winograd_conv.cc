@@ -1,5 +1,5 @@
-// The Winograd F(4x4, 3x3) kernel of BlockedConv (ops/cpu/winograd_conv.h) against a
-// direct-loop convolution, and when BlockedConv chooses it.
+// The Winograd kernels of BlockedConv (ops/cpu/winograd_conv.h), F(4x4, 3x3) and F(2x2,
+// 3x3), against a direct-loop convolution, and when BlockedConv chooses which.
 #include "ops/cpu/winograd_conv.h"
 
 #include "graph/elementwise_table.h"
@@ -61,8 +61,9 @@ double apply(const ActivationCase& a, double v) {
   return v;
 }
 
-void check(const Case& c) {
-  SCOPED_TRACE(shape_to_string(c.x) + " -> " + std::to_string(c.filters) + " filters, " + c.activation.kind);
+void check(const Case& c, WinogradTile tile) {
+  SCOPED_TRACE(shape_to_string(c.x) + " -> " + std::to_string(c.filters) + " filters, " + c.activation.kind +
+               (tile == WinogradTile::F2x2 ? ", F(2x2)" : ", F(4x4)"));
   const Shape w_shape{c.filters, c.x[1], 3, 3};
   const Tensor x = random_floats(c.x, 11), w = random_floats(w_shape, 12), b = random_floats({c.filters}, 13);
   const ConvParams p{{1, 1}, {1, 1}, {c.pads[0], c.pads[1]}, {c.pads[2], c.pads[3]}};
@@ -78,7 +79,7 @@ void check(const Case& c) {
   ew::Activation act;
   std::string why;
   ASSERT_TRUE(fused_activation_of(node, &act, &why)) << why;
-  const auto kernel = make_winograd_conv(init, act, &why);
+  const auto kernel = make_winograd_conv(init, act, tile, &why);
   ASSERT_TRUE(kernel) << why;
   const Tensor y = run(*kernel, init, inputs);
 
@@ -102,18 +103,22 @@ void check(const Case& c) {
 }
 
 TEST(WinogradConv, MatchesTheDirectSumOnOddImagesPadsAndChannels) {
-  // Images that 4x4 tiles do not cover evenly, several blocks in and out.
-  check({{1, 16, 9, 11}, 8, {1, 1, 1, 1}, true, false, {"Relu", {}}});
-  check({{2, 8, 14, 13}, 24, {1, 1, 1, 1}, true, true, {"Clip", {-0.5f, 0.7f}}});
-  // No pads (a smaller output), and pads that differ per side.
-  check({{1, 24, 7, 5}, 16, {0, 0, 0, 0}, false, false, {"", {}}});
-  check({{1, 8, 10, 10}, 8, {2, 0, 1, 2}, true, true, {"Sigmoid", {}}});
+  for (WinogradTile tile : {WinogradTile::F4x4, WinogradTile::F2x2}) {
+    // Images that the tiles do not cover evenly, several blocks in and out.
+    check({{1, 16, 9, 11}, 8, {1, 1, 1, 1}, true, false, {"Relu", {}}}, tile);
+    check({{2, 8, 14, 13}, 24, {1, 1, 1, 1}, true, true, {"Clip", {-0.5f, 0.7f}}}, tile);
+    check({{1, 16, 7, 7}, 16, {1, 1, 1, 1}, true, true, {"Relu", {}}}, tile);
+    // No pads (a smaller output), and pads that differ per side.
+    check({{1, 24, 7, 5}, 16, {0, 0, 0, 0}, false, false, {"", {}}}, tile);
+    check({{1, 8, 10, 10}, 8, {2, 0, 1, 2}, true, true, {"Sigmoid", {}}}, tile);
+  }
 }
 
-// 243 tiles of 64 channels in and out run as passes of 122 and 121 tiles (V and M held
-// to ~3 MB): the last pass is short.
+// Passes whose V and M stay ~3 MB, the last one short: 243 4x4 tiles of 64 channels in
+// and out as 122 and 121, 507 2x2 tiles as 254 and 253.
 TEST(WinogradConv, MatchesTheDirectSumOverSeveralPasses) {
-  check({{3, 64, 36, 36}, 64, {1, 1, 1, 1}, true, true, {"Relu", {}}});
+  check({{3, 64, 36, 36}, 64, {1, 1, 1, 1}, true, true, {"Relu", {}}}, WinogradTile::F4x4);
+  check({{3, 64, 26, 26}, 64, {1, 1, 1, 1}, true, true, {"Relu", {}}}, WinogradTile::F2x2);
 }
 
 // The variant BlockedConv's factory picks for X [batch, c, size, size] blocked by 8 and
@@ -135,11 +140,13 @@ std::optional<std::string> chosen_for(int64_t batch, int64_t c, int64_t size, in
   return kernel->variant();
 }
 
-TEST(WinogradConv, BlockedConvChoosesItWhereItPays) {
+TEST(WinogradConv, BlockedConvChoosesWhereWhichPays) {
   EXPECT_EQ(chosen_for(1, 64, 56), "winograd F(4x4,3x3)");
   EXPECT_EQ(chosen_for(1, 256, 14), "winograd F(4x4,3x3)");  // 16 tiles
-  EXPECT_EQ(chosen_for(1, 512, 7), std::nullopt);  // 4 tiles: U costs more than it saves
-  EXPECT_EQ(chosen_for(8, 512, 7), std::nullopt);  // and 4x the filters' memory
+  // 4 tiles of 4x4: F(4x4)'s U costs more than it saves, and 4x the filters' memory.
+  EXPECT_EQ(chosen_for(1, 512, 7), "winograd F(2x2,3x3)");
+  EXPECT_EQ(chosen_for(8, 512, 7), "winograd F(2x2,3x3)");
+  EXPECT_EQ(chosen_for(1, 32, 7), std::nullopt);  // too small a conv for the passes
   EXPECT_EQ(chosen_for(1, 32, 56), "winograd F(4x4,3x3)");
   EXPECT_EQ(chosen_for(8, 16, 56), std::nullopt);            // the transforms cost more than they save
   EXPECT_EQ(chosen_for(1, 64, 56, 2), std::nullopt);         // strided
@@ -162,7 +169,7 @@ TEST(WinogradConv, TransformedFiltersAreMadeOncePerSessionWeight) {
     ew::Activation act;
     std::string why;
     ASSERT_TRUE(fused_activation_of(node, &act, &why));
-    kernels.push_back(make_winograd_conv(init, act, &why));
+    kernels.push_back(make_winograd_conv(init, act, WinogradTile::F4x4, &why));
     ASSERT_TRUE(kernels.back()) << why;
   }
   EXPECT_EQ(packed.forms(), 1u);
@@ -180,14 +187,14 @@ TEST(WinogradConv, DeclinesWhatItsFormCannotRun) {
     node.attributes.set_ints("dilations", {2, 2});
     std::vector<TensorType> types;
     KernelInit init = init_for(node, {&x, &w, nullptr}, types);
-    EXPECT_FALSE(make_winograd_conv(init, none, &why));
+    EXPECT_FALSE(make_winograd_conv(init, none, WinogradTile::F4x4, &why));
     EXPECT_EQ(why, "strided or dilated");
   }
   {
     Node node = blocked_conv_node(c);
     std::vector<TensorType> types;
     KernelInit init = init_for(node, {&x, &w5, nullptr}, types);
-    EXPECT_FALSE(make_winograd_conv(init, none, &why));
+    EXPECT_FALSE(make_winograd_conv(init, none, WinogradTile::F4x4, &why));
     EXPECT_EQ(why, "not a 3x3 filter");
   }
   {
@@ -195,7 +202,7 @@ TEST(WinogradConv, DeclinesWhatItsFormCannotRun) {
     std::vector<TensorType> types;
     KernelInit init = init_for(node, {&x, &w, nullptr}, types);
     init.values[1] = nullptr;
-    EXPECT_FALSE(make_winograd_conv(init, none, &why));
+    EXPECT_FALSE(make_winograd_conv(init, none, WinogradTile::F4x4, &why));
     EXPECT_EQ(why, "the weights are not constant");
   }
 }
