@@ -194,8 +194,8 @@ class WinogradConv final : public Kernel {
     };
     if (!init.is_weight(1)) return *make();
     // The form is named as packed_constant names its forms (its two descriptors), so
-    // a repack of this weight reads it correctly: U's dims [36, C, K] match no other
-    // form's, and no other form is made from it.
+    // a repack of this weight reads it correctly: U's dims [points, C, K] match no
+    // other form's, and no other form is made from it.
     std::string form(reinterpret_cast<const char*>(&w_plain.data), sizeof w_plain.data);
     form.append(reinterpret_cast<const char*>(&u_md_.data), sizeof u_md_.data);
     auto packed = init.packed_weights->get(*init.values[1], form, u_md_.get_size(), make);
@@ -231,7 +231,7 @@ class WinogradConv final : public Kernel {
     });
   }
 
-  // The 6x6 input tile at (y0, x0) of one block's plane, zero outside it (the pads).
+  // The kIn x kIn input tile at (y0, x0) of one block's plane, zero outside it (the pads).
   void load_input_tile(const float* plane, int64_t y0, int64_t x0, __m256 (&d)[kIn][kIn]) const {
     const int64_t h = grid_.h, w = grid_.w;
     if (y0 >= 0 && x0 >= 0 && y0 + kIn <= h && x0 + kIn <= w) {
@@ -247,8 +247,8 @@ class WinogradConv final : public Kernel {
       }
   }
 
-  // Y's 4x4 tiles from M[point][tile][k], with bias, residual and bounds, one tile and
-  // block of 8 filters per item.
+  // Y's kOut x kOut tiles from M[point][tile][k], with bias, residual and bounds, one
+  // tile and block of 8 filters per item.
   void transform_outputs(const float* m, const float* bias, const float* z, float* y, int64_t first,
                          int64_t count) const {
     const TileGrid& g = grid_;
@@ -357,6 +357,10 @@ WinogradTile winograd_tile_for(const KernelInit& init) {
 
 std::unique_ptr<Kernel> make_winograd_conv(KernelInit& init, const ew::Activation& act, WinogradTile tile,
                                            std::string* why_not) {
+  if (tile == WinogradTile::None) {
+    *why_not = "no Winograd tile was chosen";
+    return nullptr;
+  }
   TileGrid grid;
   const int64_t side = tile == WinogradTile::F2x2 ? F2x2::kOut : F4x4::kOut;
   if (!(*why_not = grid_of(init, side, &grid)).empty()) return nullptr;
