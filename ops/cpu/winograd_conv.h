@@ -1,9 +1,9 @@
 // Winograd convolution over the CPU layout planner's blocked values (N x C/8 x H x W x
 // 8): each input tile and 3x3 filter is transformed so that an output tile costs fewer
 // multiply-adds per channel pair (F(4x4, 3x3): 36 for 16 outputs instead of 144; F(2x2,
-// 3x3): 16 for 4 instead of 36), the products are one oneDNN batched matrix multiply
-// per pass, and the output transform applies the bias, residual and activation as it
-// writes. On AVX2, oneDNN 2.6 has no Winograd and its direct 3x3 kernel ran 10-35%
+// 3x3): 16 for 4 instead of 36), the products are ember's own register-blocked
+// product per transformed point over filters packed once, and the output transform
+// applies the bias, residual and activation as it writes. On AVX2, oneDNN 2.6 has no Winograd and its direct 3x3 kernel ran 10-35%
 // behind ONNX Runtime's per layer.
 //
 // Accuracy: F(4x4)'s constants (up to 8 and 1/24) cost about three more significant
