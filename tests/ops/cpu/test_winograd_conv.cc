@@ -114,8 +114,8 @@ TEST(WinogradConv, MatchesTheDirectSumOnOddImagesPadsAndChannels) {
   }
 }
 
-// Passes whose V and M stay ~3 MB, the last one short: 243 4x4 tiles of 64 channels in
-// and out as 122 and 121, 507 2x2 tiles as 254 and 253.
+// Passes whose V and M stay ~3 MB, in whole blocks of 6 tiles, the last one short: 243
+// 4x4 tiles of 64 channels in and out as 126 and 117, 507 2x2 tiles as 258 and 249.
 TEST(WinogradConv, MatchesTheDirectSumOverSeveralPasses) {
   check({{3, 64, 36, 36}, 64, {1, 1, 1, 1}, true, true, {"Relu", {}}}, WinogradTile::F4x4);
   check({{3, 64, 26, 26}, 64, {1, 1, 1, 1}, true, true, {"Relu", {}}}, WinogradTile::F2x2);
