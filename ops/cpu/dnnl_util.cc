@@ -274,6 +274,7 @@ dnnl::memory constant_as(const KernelInit& init, size_t input, const dnnl::memor
       init.fail("weight '" + init.node.inputs[input] + "' was given back once packed and cannot be read here");
     return repack(init, input, to);
   }
+  if (from == to) return dnnl::memory(to, dnnl_engine(), const_cast<void*>(weight.data()));  // read, not copied
   return reorder_constant(weight.data(), from, to);
 }
 

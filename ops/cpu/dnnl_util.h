@@ -108,9 +108,9 @@ size_t scratchpad_bytes(const dnnl::primitive_desc_base& pd);
 dnnl::memory packed_constant(const KernelInit& init, size_t input, const dnnl::memory::desc& from,
                              const dnnl::memory::desc& to);
 
-// Constant input `input` laid out as `to`, for the caller alone (not kept in the packed
-// weights): the value itself reordered, or, where its original was given back, one of
-// its packed forms.
+// Constant input `input` laid out as `to`, for the caller to read at plan time (not
+// kept in the packed weights): the value itself where `to` is its layout `from`, else
+// the value reordered, or, where its original was given back, one of its packed forms.
 dnnl::memory constant_as(const KernelInit& init, size_t input, const dnnl::memory::desc& from,
                          const dnnl::memory::desc& to);
 

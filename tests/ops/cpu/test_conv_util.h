@@ -44,6 +44,17 @@ struct KernelBuild {
   DenseMath math = DenseMath::Float32;
 };
 
+// Runs a kernel built from `init` once on `inputs`, with the workspace it asked for;
+// its one output.
+inline Tensor run_built_kernel(const Kernel& kernel, const KernelInit& init, const std::vector<const Tensor*>& inputs) {
+  Tensor y(init.outputs[0].dtype, init.outputs[0].shape);
+  Tensor* out = &y;
+  void* ws = init.workspace_bytes ? std::aligned_alloc(64, (init.workspace_bytes + 63) / 64 * 64) : nullptr;
+  kernel.run(RunArgs{inputs, std::span<Tensor* const>(&out, 1), ws, 1, nullptr});
+  std::free(ws);
+  return y;
+}
+
 // Builds the node's first CPU kernel as `how` says and runs it once.
 inline std::vector<Tensor> run_kernel(const Node& node, int64_t opset, const std::vector<const Tensor*>& inputs,
                                       KernelBuild how) {
@@ -58,12 +69,7 @@ inline std::vector<Tensor> run_kernel(const Node& node, int64_t opset, const std
   EXPECT_FALSE(entries.empty());
   auto kernel = entries.at(0)->factory(init, &why);
   if (!kernel) throw Error("no kernel: " + why);  // the test fails with the reason, not a crash
-  std::vector<Tensor> outputs{Tensor(init.outputs[0].dtype, init.outputs[0].shape)};
-  Tensor* out = &outputs[0];
-  void* ws = init.workspace_bytes ? std::aligned_alloc(64, (init.workspace_bytes + 63) / 64 * 64) : nullptr;
-  kernel->run(RunArgs{inputs, std::span<Tensor* const>(&out, 1), ws, 1, nullptr});
-  std::free(ws);
-  return outputs;
+  return {run_built_kernel(*kernel, init, inputs)};
 }
 
 // Like run_node, but tells the kernel no input value is known at plan time (weights

@@ -45,15 +45,6 @@ KernelInit init_for(const Node& node, const std::vector<const Tensor*>& inputs, 
   return KernelInit{node, 1, Device{}, types, inputs, infer_node(node, 1, types, inputs)};
 }
 
-Tensor run(const Kernel& kernel, const KernelInit& init, const std::vector<const Tensor*>& inputs) {
-  Tensor y(init.outputs[0].dtype, init.outputs[0].shape);
-  Tensor* out = &y;
-  void* ws = init.workspace_bytes ? std::aligned_alloc(64, (init.workspace_bytes + 63) / 64 * 64) : nullptr;
-  kernel.run(RunArgs{inputs, std::span<Tensor* const>(&out, 1), ws, 2, nullptr});
-  std::free(ws);
-  return y;
-}
-
 double apply(const ActivationCase& a, double v) {
   if (a.kind == "Relu") return std::max(0.0, v);
   if (a.kind == "Clip") return std::min<double>(a.params[1], std::max<double>(a.params[0], v));
@@ -81,7 +72,7 @@ void check(const Case& c, WinogradTile tile) {
   ASSERT_TRUE(fused_activation_of(node, &act, &why)) << why;
   const auto kernel = make_winograd_conv(init, act, tile, &why);
   ASSERT_TRUE(kernel) << why;
-  const Tensor y = run(*kernel, init, inputs);
+  const Tensor y = run_built_kernel(*kernel, init, inputs);
 
   std::vector<float> want = reference_conv(x, w, c.bias ? &b : nullptr, p, y_shape);
   double scale = 0;
