@@ -194,18 +194,8 @@ void FusedActivation::append_to(dnnl::post_ops& ops) const {
 
 void FusedActivation::apply_after(float* y, int64_t n) const {
   if (by_dnnl_) return;
-  if (fast_swish_) {
-    parallel_for(n, 8, [&](int64_t b, int64_t e) { fast_swish(act_.params.alpha, y + b, y + b, e - b); });
-    return;
-  }
-  const bool vector = act_.kind == ew::Activation::Kind::Function && has_vector_form(act_.function);
-  parallel_for(n, vector ? 8 : 20, [&](int64_t b, int64_t e) {
-    if (vector) {
-      vector_unary(act_.function, act_.params, y + b, y + b, e - b);
-      return;
-    }
-    for (int64_t i = b; i < e; ++i) y[i] = ew::apply_activation(act_, y[i]);
-  });
+  const bool vector = fast_swish_ || (act_.kind == ew::Activation::Kind::Function && has_vector_form(act_.function));
+  parallel_for(n, vector ? 8 : 20, [&](int64_t b, int64_t e) { activate(act_, y + b, e - b); });
 }
 
 dnnl::primitive_attr make_dnnl_attr(const dnnl::post_ops& ops) {

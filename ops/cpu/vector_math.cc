@@ -88,6 +88,24 @@ void fast_swish(CpuIsa isa, float alpha, const float* x, float* y, int64_t n) {
 
 void fast_swish(float alpha, const float* x, float* y, int64_t n) { fast_swish(cpu_isa(), alpha, x, y, n); }
 
+void activate(const ew::Activation& act, float* y, int64_t n) {
+  if (act.kind == ew::Activation::Kind::None) return;
+  if ((act.is(ew::UnaryFunction::Swish) || act.is(ew::UnaryFunction::QuickGelu)) && act.params.alpha > 0.f) {
+    fast_swish(act.params.alpha, y, y, n);
+    return;
+  }
+  if (act.kind == ew::Activation::Kind::Function) {
+    bool done = false;
+    switch (cpu_isa()) {
+      case CpuIsa::Avx512: done = vecmath::avx512::unary(act.function, act.params, y, y, n); break;
+      case CpuIsa::Avx2: done = vecmath::avx2::unary(act.function, act.params, y, y, n); break;
+      case CpuIsa::Scalar: done = vecmath::scalar::unary(act.function, act.params, y, y, n); break;
+    }
+    if (done) return;
+  }
+  for (int64_t i = 0; i < n; ++i) y[i] = ew::apply_activation(act, y[i]);
+}
+
 float exp_shifted_sum(const float* x, const float* shift, int64_t shift_step, float* y, int64_t n) {
   switch (cpu_isa()) {
     case CpuIsa::Avx512: return vecmath::avx512::exp_shifted_sum(x, shift, shift_step, y, n);

@@ -53,6 +53,11 @@ void vector_unary(CpuIsa isa, ew::UnaryFunction f, const ew::Params& p, const fl
 void fast_swish(float alpha, const float* x, float* y, int64_t n);
 void fast_swish(CpuIsa isa, float alpha, const float* x, float* y, int64_t n);
 
+// y[i] = act(y[i]) for i < n on the calling thread: fast_swish for SiLU and QuickGelu
+// (alpha > 0), vector_unary where the function has a vector form, else the table's
+// scalar function. A GEMM's or convolution's fused activation, after the product.
+void activate(const ew::Activation& act, float* y, int64_t n);
+
 // y[i] = exp(x[i] - shift[i * shift_step]) (shift_step 0: one shift for all); returns
 // the sum of the y[i]. Softmax's inner loop.
 float exp_shifted_sum(const float* x, const float* shift, int64_t shift_step, float* y, int64_t n);
