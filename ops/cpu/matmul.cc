@@ -2,11 +2,15 @@
 #include "graph/schemas/shape_util.h"
 #include "ops/cpu/dnnl_util.h"
 #include "ops/cpu/matrix_vector.h"
+#include "ops/cpu/packed_gemm.h"
 #include "ops/cpu/parallel.h"
+#include "ops/cpu/vector_math.h"
 #include "ops/registry.h"
 
 #include <algorithm>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace ember {
 
@@ -218,6 +222,73 @@ bool matmul_is_matrix_vector(const KernelInit& init, memory::desc* b_desc) {
   return matrix_vector_applies(init, 1, b.dims[0], b.dims[1]);
 }
 
+// A product ember's own kernel runs (ops/cpu/packed_gemm.h): A [m, k] read row-major
+// times a constant B [k, n] as `b` lays it out, plus a bias row: input 2 as it is, or
+// `scaled_bias` (Gemm's beta * C) where given.
+struct PackedProduct {
+  int64_t m = 0, k = 0, n = 0;
+  memory::desc b;
+  bool bias = false;
+  std::vector<float> scaled_bias;
+};
+
+// Whether ember's own product runs `init` rather than oneDNN's: float32 on an AVX2 CPU
+// without AVX-512 (where oneDNN 2.6's matmul is its GEMM fallback; on AVX-512 its
+// kernels are unmeasured against ember's), and a product with something in it.
+bool packed_product_applies(const KernelInit& init, const PackedProduct& p) {
+  if (cpu_isa() != CpuIsa::Avx2 || init.dense_math != DenseMath::Float32 || init.values[1] == nullptr) return false;
+  for (size_t i = 0; i < init.inputs.size(); ++i)
+    if (init.inputs[i].present() && init.inputs[i].dtype != DType::Float32) return false;
+  return init.outputs[0].dtype == DType::Float32 && p.m > 0 && p.k > 0 && p.n > 0;
+}
+
+// Y = act(A B + bias) on ember's own product, B packed into panels once per session
+// weight (and given back by the session where every reader packs it).
+class PackedMatMulKernel final : public Kernel {
+ public:
+  PackedMatMulKernel(KernelInit& init, const ew::Activation& act, PackedProduct product)
+      : gemm_(product.m, product.k, product.n, product.n, act), scaled_bias_(std::move(product.scaled_bias)),
+        has_bias_(product.bias) {
+    panels_ = packed_constant(init, 1, product.b, gemm_panels_desc(product.k, product.n));
+    init.workspace_bytes = gemm_.workspace_bytes();
+  }
+
+  const char* variant() const override { return "ember packed AVX2"; }
+
+  void run(const RunArgs& args) const override {
+    const float* bias = !has_bias_ ? nullptr : scaled_bias_.empty() ? args.inputs[2]->data_as<float>() : scaled_bias_.data();
+    gemm_.run(args.inputs[0]->data_as<float>(), static_cast<const float*>(panels_.get_data_handle()), bias,
+              args.outputs[0]->data_as<float>(), args.workspace);
+  }
+
+ private:
+  PackedGemm gemm_;
+  memory panels_;
+  std::vector<float> scaled_bias_;
+  bool has_bias_;
+};
+
+// A MatMul or FusedMatMul that ember's own product runs: B 2-D (after perm_b), A row-major
+// (no perm_a but the identity), no perm_y, a bias of n values.
+bool matmul_is_packed_product(const KernelInit& init, PackedProduct* p) {
+  const auto& at = init.node.attributes;
+  const std::vector<int64_t> perm_a = at.get_ints_or("perm_a", {});
+  for (size_t i = 0; i < perm_a.size(); ++i)
+    if (perm_a[i] != static_cast<int64_t>(i)) return false;
+  if (!at.get_ints_or("perm_y", {}).empty() || init.inputs[0].shape.empty()) return false;
+  StridedDims b = read_through(init.inputs[1].shape, at.get_ints_or("perm_b", {}));
+  if (b.dims.size() == 1) b = {{b.dims[0], 1}, {1, 1}};
+  if (b.dims.size() != 2) return false;
+  p->k = b.dims[0];
+  p->n = b.dims[1];
+  const Shape& a = init.inputs[0].shape;
+  if (a.back() != p->k) return false;
+  p->m = a.size() == 1 ? 1 : shape_numel(Shape(a.begin(), a.end() - 1));
+  p->b = b.desc();
+  p->bias = init.inputs.size() > 2 && init.inputs[2].present();
+  return (!p->bias || shape_numel(init.inputs[2].shape) == p->n) && packed_product_applies(init, *p);
+}
+
 std::unique_ptr<Kernel> make_matmul(KernelInit& init, std::string* why_not) {
   const bool bf16 = init.inputs[0].dtype == DType::BFloat16 || init.inputs[1].dtype == DType::BFloat16;
   if (bf16 ? !plain_bf16_matmul(init, why_not) : !float_inputs(init, why_not)) return nullptr;
@@ -227,6 +298,8 @@ std::unique_ptr<Kernel> make_matmul(KernelInit& init, std::string* why_not) {
   }
   memory::desc b_desc;
   if (matmul_is_matrix_vector(init, &b_desc)) return make_matrix_vector_kernel(init, b_desc, why_not);
+  if (PackedProduct product; !bf16 && matmul_is_packed_product(init, &product))
+    return with_fused_activation<PackedMatMulKernel>(init, why_not, std::move(product));
   return with_fused_activation<MatMulKernel>(init, why_not);
 }
 
@@ -314,10 +387,36 @@ bool gemm_is_matrix_vector(const KernelInit& init, memory::desc* b_desc) {
   return at.get_float_or("beta", 1.f) == 1.f && shape_numel(c) == n && (c.size() == 1 || (c.size() == 2 && c[0] == 1));
 }
 
+// A Gemm that ember's own product runs: alpha 1, A not transposed, and C absent, or a
+// row of n values added as it is, or scaled by beta when constant.
+bool gemm_is_packed_product(const KernelInit& init, PackedProduct* p) {
+  const auto& at = init.node.attributes;
+  if (at.get_float_or("alpha", 1.f) != 1.f || at.get_int_or("transA", 0) != 0) return false;
+  p->m = init.outputs[0].shape[0];
+  p->n = init.outputs[0].shape[1];
+  p->k = init.inputs[0].shape[1];
+  const bool tb = at.get_int_or("transB", 0) != 0;
+  p->b = memory::desc({p->k, p->n}, memory::data_type::f32, tb ? memory::dims{1, p->k} : memory::dims{p->n, 1});
+  const float beta = at.get_float_or("beta", 1.f);
+  p->bias = init.inputs.size() > 2 && init.inputs[2].present() && beta != 0.f;
+  if (p->bias) {
+    const Shape& c = init.inputs[2].shape;
+    if (shape_numel(c) != p->n || !(c.size() == 1 || (c.size() == 2 && c[0] == 1))) return false;
+    if (beta != 1.f) {
+      if (init.values[2] == nullptr) return false;
+      const float* values = init.values[2]->data_as<float>();
+      for (int64_t j = 0; j < p->n; ++j) p->scaled_bias.push_back(beta * values[j]);
+    }
+  }
+  return packed_product_applies(init, *p);
+}
+
 std::unique_ptr<Kernel> make_gemm(KernelInit& init, std::string* why_not) {
   if (!float_inputs(init, why_not)) return nullptr;
   memory::desc b_desc;
   if (gemm_is_matrix_vector(init, &b_desc)) return make_matrix_vector_kernel(init, b_desc, why_not);
+  if (PackedProduct product; gemm_is_packed_product(init, &product))
+    return with_fused_activation<PackedMatMulKernel>(init, why_not, std::move(product));
   return with_fused_activation<GemmKernel>(init, why_not);
 }
 

@@ -3,6 +3,7 @@
 #include "graph/elementwise_table.h"
 #include "graph/schemas/window.h"
 #include "ops/cpu/dnnl_util.h"
+#include "ops/cpu/packed_gemm.h"
 #include "ops/cpu/parallel.h"
 #include "ops/cpu/vector_math.h"
 
@@ -76,62 +77,13 @@ struct F2x2 {
   }
 };
 
-// The products' register block: kRows tiles by a panel of up to 16 filters (two
-// vectors; 12 accumulators, 2 filter vectors and a broadcast fill AVX2's 16 registers).
-constexpr int64_t kRows = 6;
-constexpr int64_t kPanel = 16;
+// The products' register block (ops/cpu/packed_gemm.h): kRows tiles by a panel of up
+// to 16 filters.
+constexpr int64_t kRows = kBlockRows;
+constexpr int64_t kPanel = kPanelColumns;
 
 int64_t panel_width(int64_t k0, int64_t filters) {
   return std::min(kPanel, filters - k0);  // 16, or 8 for the last panel of 8 * odd filters
-}
-
-// m[r][0, 16) = sum over d < depth of v[r][d] * u[d][0, 16) for kRows rows of v (at
-// v_stride) and a packed panel u of 16 columns; m's rows at m_stride. The accumulators
-// are named, not an array: GCC kept an array's in registers but stored them to the
-// stack on every step as well, and ran at half oneDNN's speed.
-void multiply_block_16(const float* v, int64_t v_stride, const float* u, int64_t depth, float* m, int64_t m_stride) {
-  const float *v0 = v, *v1 = v + v_stride, *v2 = v1 + v_stride, *v3 = v2 + v_stride, *v4 = v3 + v_stride,
-              *v5 = v4 + v_stride;
-  __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00,
-         c40 = c00, c41 = c00, c50 = c00, c51 = c00;
-  for (int64_t d = 0; d < depth; ++d, u += 16) {
-    const __m256 b0 = _mm256_loadu_ps(u), b1 = _mm256_loadu_ps(u + 8);
-    __m256 a = _mm256_broadcast_ss(v0 + d);
-    c00 = _mm256_fmadd_ps(a, b0, c00), c01 = _mm256_fmadd_ps(a, b1, c01);
-    a = _mm256_broadcast_ss(v1 + d);
-    c10 = _mm256_fmadd_ps(a, b0, c10), c11 = _mm256_fmadd_ps(a, b1, c11);
-    a = _mm256_broadcast_ss(v2 + d);
-    c20 = _mm256_fmadd_ps(a, b0, c20), c21 = _mm256_fmadd_ps(a, b1, c21);
-    a = _mm256_broadcast_ss(v3 + d);
-    c30 = _mm256_fmadd_ps(a, b0, c30), c31 = _mm256_fmadd_ps(a, b1, c31);
-    a = _mm256_broadcast_ss(v4 + d);
-    c40 = _mm256_fmadd_ps(a, b0, c40), c41 = _mm256_fmadd_ps(a, b1, c41);
-    a = _mm256_broadcast_ss(v5 + d);
-    c50 = _mm256_fmadd_ps(a, b0, c50), c51 = _mm256_fmadd_ps(a, b1, c51);
-  }
-  const __m256 rows[kRows][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31}, {c40, c41}, {c50, c51}};
-  for (int64_t r = 0; r < kRows; ++r) {
-    _mm256_storeu_ps(m + r * m_stride, rows[r][0]);
-    _mm256_storeu_ps(m + r * m_stride + 8, rows[r][1]);
-  }
-}
-
-// The same for a panel of 8 columns (the last of 8 * odd filters).
-void multiply_block_8(const float* v, int64_t v_stride, const float* u, int64_t depth, float* m, int64_t m_stride) {
-  const float *v0 = v, *v1 = v + v_stride, *v2 = v1 + v_stride, *v3 = v2 + v_stride, *v4 = v3 + v_stride,
-              *v5 = v4 + v_stride;
-  __m256 c0 = _mm256_setzero_ps(), c1 = c0, c2 = c0, c3 = c0, c4 = c0, c5 = c0;
-  for (int64_t d = 0; d < depth; ++d, u += 8) {
-    const __m256 b = _mm256_loadu_ps(u);
-    c0 = _mm256_fmadd_ps(_mm256_broadcast_ss(v0 + d), b, c0);
-    c1 = _mm256_fmadd_ps(_mm256_broadcast_ss(v1 + d), b, c1);
-    c2 = _mm256_fmadd_ps(_mm256_broadcast_ss(v2 + d), b, c2);
-    c3 = _mm256_fmadd_ps(_mm256_broadcast_ss(v3 + d), b, c3);
-    c4 = _mm256_fmadd_ps(_mm256_broadcast_ss(v4 + d), b, c4);
-    c5 = _mm256_fmadd_ps(_mm256_broadcast_ss(v5 + d), b, c5);
-  }
-  const __m256 rows[kRows] = {c0, c1, c2, c3, c4, c5};
-  for (int64_t r = 0; r < kRows; ++r) _mm256_storeu_ps(m + r * m_stride, rows[r]);
 }
 
 // ONNX weights [K, C, 3, 3] transformed, U[point] = G g G^T (in double: the transform's
@@ -271,10 +223,11 @@ class WinogradConv final : public Kernel {
       for (int64_t item = begin; item < end; ++item) {
         const int64_t point = item / panels, k0 = item % panels * kPanel;
         const float* panel = u + (point * filters + k0) * channels;
-        const auto block_of = panel_width(k0, filters) == kPanel ? multiply_block_16 : multiply_block_8;
+        const bool wide = panel_width(k0, filters) == kPanel;
         for (int64_t block = 0; block < blocks; ++block) {
           const int64_t row = point * chunk_ + block * kRows;
-          block_of(v + row * channels, channels, panel, channels, m + row * filters + k0, filters);
+          if (wide) multiply_block_16(v + row * channels, channels, panel, channels, m + row * filters + k0, filters);
+          else multiply_block_8(v + row * channels, channels, panel, channels, m + row * filters + k0, filters);
         }
       }
     });

@@ -202,6 +202,22 @@ TEST(BoundedMemory, WeightsAreHeldOncePackedNotOncePerShape) {
   EXPECT_EQ(bytes_for(as_read.memory_report(), "weights"), weight_bytes);
 }
 
+// A weight given back once packed into ember's own GEMM panels (ops/cpu/packed_gemm.h),
+// later read by a plan of one row (the matrix-vector kernel's form): that form is made
+// from the panels by a oneDNN reorder of their descriptor, and must read them right.
+TEST(BoundedMemory, AWeightGivenBackAsGemmPanelsRepacksForAnotherKernel) {
+  const std::string model = write_mlp_model();
+  Session session(model, {.num_threads = 1});
+  Session as_read(model, {.num_threads = 1, .optimization = GraphOptimization::None});
+  run(session, random_input(2, 16, 1));
+  ASSERT_EQ(bytes_for(session.memory_report(), "weights"), 0u) << "the originals were not given back";
+  const Tensor one_row = random_input(1, 1, 2);
+  // Tolerance: float32 sums of 2048 products of unit-scale terms, in different orders.
+  expect_near(run(session, one_row)[0], run(as_read, one_row)[0], 1e-4f);
+  EXPECT_GT(bytes_for(session.memory_report(), "packed weights"), 2 * kWidth * kHidden * sizeof(float))
+      << "the one-row plan made no form of its own: this test reads no repacked panels";
+}
+
 // A GPU kernel's packed form (NhwcConv's KRSC filter) lives on its device: the report
 // counts it there, and not in the host's heap.
 TEST(BoundedMemory, PackedWeightsCountedOnTheirDevice) {

@@ -1,0 +1,77 @@
+// ember's own float32 matrix product on AVX2: A [M, K] row-major times a constant B
+// packed once into panels of 16 columns, with the bias and the activation applied to
+// each 6 x 16 block of C while it is in registers or L1. It runs MatMul and Gemm on
+// constant weights where the CPU has AVX2 and not AVX-512 (ops/cpu/matmul.cc), and its
+// register blocks run the Winograd convolution's products (ops/cpu/winograd_conv.cc).
+//
+// Why not oneDNN's: oneDNN 2.6's GEMM-based matmul (its only one on AVX2) copies B into
+// its own packed form on every call and applies bias and activation in a pass of its
+// own afterwards. In GPT-2 at batch 1 (Zen 3, 2 threads) its products ran 30-80% behind
+// ONNX Runtime's MLAS, which packs B once at session creation; the measurements are in
+// the .cc.
+#pragma once
+
+#include "graph/elementwise_functions.h"
+
+#include <dnnl.hpp>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace ember {
+
+inline constexpr int64_t kBlockRows = 6;       // rows of A per register block
+inline constexpr int64_t kPanelColumns = 16;   // columns of B per packed panel
+
+// m[r][0, 16) = sum over d < depth of v[r * v_stride + d] * u[d * 16 + j], for r < 6:
+// 12 accumulators, 2 vectors of u and a broadcast fill AVX2's 16 registers. m's rows
+// are m_stride apart; each is stored as min(hi, max(lo, sum + bias[j])) (bias may be
+// null; the bound first, so NaN stays NaN).
+struct BlockStore {
+  const float* bias = nullptr;
+  float lo = -__builtin_inff(), hi = __builtin_inff();
+};
+void multiply_block_16(const float* v, int64_t v_stride, const float* u, int64_t depth, float* m, int64_t m_stride,
+                       const BlockStore& store = {});
+// The same for a panel of 8 columns (u[d * 8 + j]), plain sums.
+void multiply_block_8(const float* v, int64_t v_stride, const float* u, int64_t depth, float* m, int64_t m_stride);
+
+// B [K, N] as panels: columns [16p, 16p + 16) of every row, K rows of 16 floats, the last
+// panel's columns past N zero. A oneDNN descriptor of dims {K, N}, so the packed-weights
+// cache makes it with packed_constant and can reorder it into another layout.
+dnnl::memory::desc gemm_panels_desc(int64_t k, int64_t n);
+
+// C [M, N] (rows ldc apart) = act(A B + bias) for A [M, K] row-major and B packed as
+// gemm_panels_desc(K, N); the bias is [N] or absent. Each panel of B is read once, and
+// every block of A's rows multiplied by it over all of K, the panels split between the
+// threads. Against oneDNN 2.6's matmul on the same product (single-MatMul models, Zen 3,
+// 2 threads, p50 of three alternations, oneDNN -> ember, ms):
+//   128 x 768 x 3072    5.0-5.3 -> 4.3-4.6       256 x 768 x 3072   10.4-11.2 -> 8.4-8.5
+//   512 x 768 x 3072   19.8-20.1 -> 16.3-17.3    1024 x 768 x 768    9.0-9.3 -> 8.9-9.0
+//   512 x 3072 x 768   17.6-18.2 -> 17.7-18.5    1024 x 3072 x 768  34-37 -> 36-37
+// Slices of K (256) with chunks of A kept in L2, and A packed per slice as well, as
+// BLAS libraries do, lost the smaller products' lead and did not gain on the larger.
+class PackedGemm {
+ public:
+  PackedGemm() = default;
+  PackedGemm(int64_t m, int64_t k, int64_t n, int64_t ldc, const ew::Activation& act);
+
+  // A's last M % 6 rows, copied into a whole register block.
+  size_t workspace_bytes() const;
+  void run(const float* a, const float* panels, const float* bias, float* c, void* workspace) const;
+
+ private:
+  struct Operands {
+    const float *a, *tail, *panels, *bias;
+    float* c;
+  };
+  void multiply_panel(const Operands& x, int64_t p, bool prefetch_next) const;
+  void finish_rows(float* c, int64_t stride, int64_t rows, int64_t cols) const;
+
+  int64_t m_ = 0, k_ = 0, n_ = 0, ldc_ = 0, panels_ = 0;
+  ew::Activation act_;
+  float lo_ = -__builtin_inff(), hi_ = __builtin_inff();
+  bool activation_after_ = false;  // a function the bounds cannot express
+};
+
+}  // namespace ember

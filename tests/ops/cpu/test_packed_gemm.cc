@@ -1,0 +1,188 @@
+// ember's own float32 product on constant B (ops/cpu/packed_gemm.h) against a plain
+// double-precision loop: row counts that leave a partial register block of 6, column
+// counts that leave a partial panel of 16, a C wider than N, biases, every fused
+// activation, NaN through the bounds; the panels' oneDNN descriptor against the layout
+// the kernel reads; and which MatMul and Gemm nodes the registry gives it.
+#include "graph/elementwise_table.h"
+#include "ops/cpu/dnnl_util.h"
+#include "ops/cpu/packed_gemm.h"
+#include "ops/cpu/vector_math.h"
+#include "test_conv_util.h"
+
+#include <cfloat>
+#include <limits>
+
+namespace ember::test {
+namespace {
+
+// B [k, n] row-major packed as gemm_panels_desc documents it, by hand.
+std::vector<float> packed_by_hand(const Tensor& b) {
+  const int64_t k = b.shape()[0], n = b.shape()[1], panels = (n + kPanelColumns - 1) / kPanelColumns;
+  std::vector<float> packed(static_cast<size_t>(panels * k * kPanelColumns), 0.f);
+  for (int64_t d = 0; d < k; ++d)
+    for (int64_t j = 0; j < n; ++j)
+      packed[(j / kPanelColumns * k + d) * kPanelColumns + j % kPanelColumns] = b.data_as<float>()[d * n + j];
+  return packed;
+}
+
+ew::Activation activation_of(const ActivationCase& a) {
+  Node node = make_node("FusedMatMul", 2, 1, {}, "com.ember");
+  set_activation(node, a);
+  ew::Activation act;
+  std::string why_not;
+  EXPECT_TRUE(fused_activation_of(node, &act, &why_not)) << why_not;
+  return act;
+}
+
+struct Product {
+  int64_t m, k, n, ldc;
+};
+
+// C = act(A B + bias) by the kernel, against the loop. Tolerance: float32 sums of k
+// products drift from the exact sum by at most about k * FLT_EPSILON * sum |a b| (the
+// kernel sums in k order, one rounding per step); the activations are 1.2-Lipschitz at
+// most here, and their vector forms a few ulp off (ops/cpu/vector_math.h): 1e-6 |y|.
+void check_product(const Product& p, bool with_bias, const ActivationCase& a) {
+  SCOPED_TRACE(std::to_string(p.m) + " x " + std::to_string(p.k) + " x " + std::to_string(p.n) + ", ldc " +
+               std::to_string(p.ldc) + (with_bias ? ", bias" : "") + ", activation '" + a.kind + "'");
+  const Tensor x = random_floats({p.m, p.k}, 1), w = random_floats({p.k, p.n}, 2), bias = random_floats({p.n}, 3);
+  const std::vector<float> panels = packed_by_hand(w);
+  const PackedGemm gemm(p.m, p.k, p.n, p.ldc, activation_of(a));
+  std::vector<float> workspace(gemm.workspace_bytes() / sizeof(float) + 1);
+  const float sentinel = -12345.f;  // C's columns past N must keep it
+  std::vector<float> c(static_cast<size_t>(p.m * p.ldc), sentinel);
+  gemm.run(x.data_as<float>(), panels.data(), with_bias ? bias.data_as<float>() : nullptr, c.data(), workspace.data());
+  for (int64_t i = 0; i < p.m; ++i) {
+    for (int64_t j = 0; j < p.n; ++j) {
+      double sum = with_bias ? bias.data_as<float>()[j] : 0.0, magnitude = std::abs(sum);
+      for (int64_t d = 0; d < p.k; ++d) {
+        const double term = double(x.data_as<float>()[i * p.k + d]) * w.data_as<float>()[d * p.n + j];
+        sum += term;
+        magnitude += std::abs(term);
+      }
+      const double want = activate(a.kind, a.params, static_cast<float>(sum));
+      const double tolerance = 1.2 * (p.k + 1) * FLT_EPSILON * magnitude + 1e-6 * std::abs(want) + 1e-30;
+      ASSERT_NEAR(c[i * p.ldc + j], want, tolerance) << "at row " << i << ", column " << j;
+    }
+    for (int64_t j = p.n; j < p.ldc; ++j) ASSERT_EQ(c[i * p.ldc + j], sentinel) << "wrote past N at row " << i;
+  }
+}
+
+TEST(PackedGemm, MatchesAPlainProductOnOddShapes) {
+  for (const Product& p : {Product{1, 1, 1, 1}, {5, 3, 7, 7}, {6, 16, 16, 16}, {7, 33, 17, 20}, {13, 300, 40, 40},
+                           {64, 129, 48, 48}, {20, 8, 100, 101}})
+    for (bool with_bias : {false, true}) check_product(p, with_bias, {"", {}});
+}
+
+TEST(PackedGemm, AppliesEveryFusedActivation) {
+  for (const ActivationCase& a : all_activations()) check_product({13, 70, 40, 40}, true, a);
+}
+
+TEST(PackedGemm, SplitsThePanelsBetweenThreads) {
+  // 96 panels of 130 rows by 64 deep: parallel_for gives each thread a range of panels,
+  // and the last range prefetches no panel past its own.
+  check_product({130, 64, 1536, 1536}, true, {"Gelu", {}});
+}
+
+TEST(PackedGemm, NaNStaysNaNThroughTheBounds) {
+  Tensor x = random_floats({7, 9}, 4);
+  x.data_as<float>()[9 * 6 + 2] = std::numeric_limits<float>::quiet_NaN();  // row 6: the partial block
+  x.data_as<float>()[1] = std::numeric_limits<float>::quiet_NaN();          // row 0: a whole block
+  const Tensor w = random_floats({9, 20}, 5);
+  const std::vector<float> panels = packed_by_hand(w);
+  for (const ActivationCase& a : {ActivationCase{"Relu", {}}, ActivationCase{"Clip", {-0.5f, 0.7f}}}) {
+    const PackedGemm gemm(7, 9, 20, 20, activation_of(a));
+    std::vector<float> workspace(gemm.workspace_bytes() / sizeof(float) + 1), c(7 * 20);
+    gemm.run(x.data_as<float>(), panels.data(), nullptr, c.data(), workspace.data());
+    for (int64_t j = 0; j < 20; ++j) {
+      EXPECT_TRUE(std::isnan(c[j])) << a.kind << " column " << j;
+      EXPECT_TRUE(std::isnan(c[6 * 20 + j])) << a.kind << " column " << j;
+      EXPECT_FALSE(std::isnan(c[20 + j])) << a.kind << " column " << j;
+    }
+  }
+}
+
+// The packed-weights cache makes the panels with a oneDNN reorder into gemm_panels_desc,
+// and a given-back weight's other forms are reordered out of it: the descriptor must be
+// the layout the kernel reads, from B as stored or transposed (Gemm's transB).
+TEST(PackedGemm, PanelsDescriptorIsTheLayoutTheKernelReads) {
+  for (const auto& [k, n] : {std::pair<int64_t, int64_t>{5, 16}, {33, 17}, {64, 40}}) {
+    const Tensor w = random_floats({k, n}, 6);
+    Tensor transposed(DType::Float32, {n, k});
+    for (int64_t d = 0; d < k; ++d)
+      for (int64_t j = 0; j < n; ++j) transposed.data_as<float>()[j * k + d] = w.data_as<float>()[d * n + j];
+    const std::vector<float> want = packed_by_hand(w);
+    using dnnl::memory;
+    const memory::desc row_major({k, n}, memory::data_type::f32, memory::dims{n, 1});
+    const memory::desc column_major({k, n}, memory::data_type::f32, memory::dims{1, k});
+    using Stored = std::pair<memory::desc, const void*>;
+    for (const auto& [from, data] : {Stored{row_major, w.data()}, Stored{column_major, transposed.data()}}) {
+      memory src(from, dnnl_engine(), const_cast<void*>(data)), dst(gemm_panels_desc(k, n), dnnl_engine());
+      dnnl::reorder(src, dst).execute(dnnl_stream(), src, dst);
+      dnnl_stream().wait();
+      ASSERT_EQ(dst.get_desc().get_size(), want.size() * sizeof(float));
+      const float* got = static_cast<const float*>(dst.get_data_handle());
+      for (size_t i = 0; i < want.size(); ++i) {
+        const int64_t column = static_cast<int64_t>(i / (k * kPanelColumns) * kPanelColumns + i % kPanelColumns);
+        if (column < n) ASSERT_EQ(got[i], want[i]) << k << " x " << n << " at " << i;  // not the padding
+      }
+    }
+  }
+}
+
+// Which nodes the registry gives the kernel, by its --explain name.
+std::string variant_of(const Node& node, const std::vector<const Tensor*>& inputs, DenseMath math = DenseMath::Float32,
+                       bool values_known = true) {
+  std::vector<TensorType> types(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) types[i] = {inputs[i]->dtype(), inputs[i]->shape()};
+  const std::vector<const Tensor*> values = values_known ? inputs : std::vector<const Tensor*>(inputs.size());
+  KernelInit init{node, 13, Device{}, types, values, infer_node(node, 13, types, values)};
+  init.dense_math = math;
+  std::string why;
+  auto kernel = find_kernels(node.domain, node.op_type, 13, DeviceKind::Cpu).at(0)->factory(init, &why);
+  if (!kernel) return "refused: " + why;
+  return kernel->variant() ? kernel->variant() : "";
+}
+
+TEST(PackedGemm, RunsMatMulAndGemmOnConstantWeightsOnAvx2) {
+  if (cpu_isa() != CpuIsa::Avx2) GTEST_SKIP() << "ember's own product runs on AVX2 CPUs without AVX-512 only";
+  const std::string own = "ember packed AVX2";
+  const Tensor a = random_floats({2, 7, 33}, 7), b = random_floats({33, 17}, 8), row = random_floats({1, 33}, 9);
+  EXPECT_EQ(variant_of(make_node("MatMul", 2), {&a, &b}), own);
+  EXPECT_NE(variant_of(make_node("MatMul", 2), {&a, &b}, DenseMath::Float32, false), own) << "B unknown at plan time";
+  EXPECT_NE(variant_of(make_node("MatMul", 2), {&row, &b}), own) << "one row: the matrix-vector kernel";
+  Node transposed_a = make_node("FusedMatMul", 2, 1, {}, "com.ember");
+  transposed_a.attributes.set_ints("perm_a", {0, 2, 1});
+  const Tensor at = random_floats({2, 33, 7}, 10);
+  EXPECT_NE(variant_of(transposed_a, {&at, &b}), own) << "A read transposed";
+
+  const Tensor ga = random_floats({7, 33}, 11), gb = random_floats({17, 33}, 12), c = random_floats({17}, 13);
+  Node gemm = make_node("Gemm", 3);
+  gemm.attributes.set_int("transB", 1);
+  gemm.attributes.set_float("beta", 0.5f);
+  EXPECT_EQ(variant_of(gemm, {&ga, &gb, &c}), own);
+  gemm.attributes.set_float("alpha", 2.f);
+  EXPECT_NE(variant_of(gemm, {&ga, &gb, &c}), own) << "alpha is oneDNN's output scale";
+}
+
+// Gemm's beta scales its row C into the kernel's bias at plan time; beta 0 drops C.
+TEST(PackedGemm, GemmBetaScalesOrDropsTheBiasRow) {
+  const Tensor a = random_floats({7, 33}, 14), b = random_floats({17, 33}, 15), c = random_floats({17}, 16);
+  for (float beta : {0.5f, 0.f}) {
+    Node gemm = make_node("Gemm", 3);
+    gemm.attributes.set_int("transB", 1);
+    gemm.attributes.set_float("beta", beta);
+    std::vector<double> want(7 * 17);
+    for (int64_t i = 0; i < 7; ++i)
+      for (int64_t j = 0; j < 17; ++j) {
+        double s = beta * c.data_as<float>()[j];
+        for (int64_t d = 0; d < 33; ++d) s += double(a.data_as<float>()[i * 33 + d]) * b.data_as<float>()[j * 33 + d];
+        want[i * 17 + j] = s;
+      }
+    // float32 sums of 33 products in [-1, 1].
+    expect_close(run_node(gemm, 13, {&a, &b, &c})[0], want, 1e-5, 1e-5);
+  }
+}
+
+}  // namespace
+}  // namespace ember::test
