@@ -85,6 +85,8 @@ PackedGemm::PackedGemm(int64_t m, int64_t k, int64_t n, int64_t ldc, const ew::A
   else activation_after_ = act.kind != ew::Activation::Kind::None;
 }
 
+bool PackedGemm::a_fits(int64_t m, int64_t k) { return m * k * static_cast<int64_t>(sizeof(float)) <= int64_t{2} << 20; }
+
 size_t PackedGemm::workspace_bytes() const {
   return m_ % kBlockRows ? static_cast<size_t>(kBlockRows * k_) * sizeof(float) : 0;
 }
@@ -104,7 +106,7 @@ void PackedGemm::run(const float* a, const float* panels, const float* bias, flo
 }
 
 // Every block of rows times panel p, all of K at once: the panel stays in L1 or L2, A in
-// L2 or L3. Meanwhile, where `prefetch_next`, the next panel is prefetched, a share of its
+// L2. Meanwhile, where `prefetch_next`, the next panel is prefetched, a share of its
 // lines per block: fetched on demand, its first block ran at memory latency, and
 // GPT-2's products ran 5-20% slower with B out of cache.
 void PackedGemm::multiply_panel(const Operands& x, int64_t p, bool prefetch_next) const {

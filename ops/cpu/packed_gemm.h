@@ -44,17 +44,23 @@ dnnl::memory::desc gemm_panels_desc(int64_t k, int64_t n);
 // C [M, N] (rows ldc apart) = act(A B + bias) for A [M, K] row-major and B packed as
 // gemm_panels_desc(K, N); the bias is [N] or absent. Each panel of B is read once, and
 // every block of A's rows multiplied by it over all of K, the panels split between the
-// threads. Against oneDNN 2.6's matmul on the same product (single-MatMul models, Zen 3,
-// 2 threads, p50 of three alternations, oneDNN -> ember, ms):
+// threads: A must stay in the caches while the panels stream past (a_fits). Against
+// oneDNN 2.6's matmul on the same product (2 threads, Zen 3, single-MatMul models, p50
+// of three alternations, oneDNN -> ember, ms):
 //   128 x 768 x 3072    5.0-5.3 -> 4.3-4.6       256 x 768 x 3072   10.4-11.2 -> 8.4-8.5
-//   512 x 768 x 3072   19.8-20.1 -> 16.3-17.3    1024 x 768 x 768    9.0-9.3 -> 8.9-9.0
-//   512 x 3072 x 768   17.6-18.2 -> 17.7-18.5    1024 x 3072 x 768  34-37 -> 36-37
-// Slices of K (256) with chunks of A kept in L2, and A packed per slice as well, as
-// BLAS libraries do, lost the smaller products' lead and did not gain on the larger.
+//   512 x 768 x 3072   19.8-20.1 -> 16.3-17.3
+// Larger A (3-12 MB) ran even with oneDNN in a model of one MatMul, where A stayed in
+// L3, and 15-70% behind it inside BERT at batch 8 (1024 rows), where A came from memory
+// once per panel. Slices of K (256) with chunks of A kept in L2, and A packed per slice
+// as well, as BLAS libraries do, lost the smaller products' lead and stayed 10-25%
+// behind on the larger: oneDNN runs those.
 class PackedGemm {
  public:
   PackedGemm() = default;
   PackedGemm(int64_t m, int64_t k, int64_t n, int64_t ldc, const ew::Activation& act);
+
+  // Whether an A [m, k] is one this kernel runs faster than oneDNN's: 2 MB at most.
+  static bool a_fits(int64_t m, int64_t k);
 
   // A's last M % 6 rows, copied into a whole register block.
   size_t workspace_bytes() const;

@@ -151,6 +151,10 @@ TEST(PackedGemm, RunsMatMulAndGemmOnConstantWeightsOnAvx2) {
   EXPECT_EQ(variant_of(make_node("MatMul", 2), {&a, &b}), own);
   EXPECT_NE(variant_of(make_node("MatMul", 2), {&a, &b}, DenseMath::Float32, false), own) << "B unknown at plan time";
   EXPECT_NE(variant_of(make_node("MatMul", 2), {&row, &b}), own) << "one row: the matrix-vector kernel";
+  const Tensor small_a = random_floats({1024, 512}, 17), large_a = random_floats({1025, 512}, 17),
+               narrow_b = random_floats({512, 16}, 18);
+  EXPECT_EQ(variant_of(make_node("MatMul", 2), {&small_a, &narrow_b}), own) << "A of 2 MiB";
+  EXPECT_NE(variant_of(make_node("MatMul", 2), {&large_a, &narrow_b}), own) << "A past 2 MiB: oneDNN's";
   Node transposed_a = make_node("FusedMatMul", 2, 1, {}, "com.ember");
   transposed_a.attributes.set_ints("perm_a", {0, 2, 1});
   const Tensor at = random_floats({2, 33, 7}, 10);
