@@ -268,6 +268,18 @@ dnnl::memory constant_as(const KernelInit& init, size_t input, const dnnl::memor
   return reorder_constant(weight.data(), from, to);
 }
 
+std::shared_ptr<const std::vector<float>> own_packed_form(const KernelInit& init, size_t input,
+                                                          const dnnl::memory::desc& from, int64_t floats,
+                                                          const std::function<std::vector<float>()>& make) {
+  const auto made = [&] { return std::make_shared<std::vector<float>>(make()); };
+  if (!init.is_weight(input)) return made();
+  const dnnl::memory::desc packed = plain_f32_desc({floats});
+  std::string form(reinterpret_cast<const char*>(&from.data), sizeof from.data);
+  form.append(reinterpret_cast<const char*>(&packed.data), sizeof packed.data);
+  return std::static_pointer_cast<const std::vector<float>>(
+      init.packed_weights->get(*init.values[input], form, packed.get_size(), made));
+}
+
 DnnlHandles::~DnnlHandles() {
   for (Slot& slot : slots_)
     for (dnnl_memory_t m : slot.memory)

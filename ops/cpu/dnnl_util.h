@@ -13,6 +13,7 @@
 
 #include <array>
 #include <atomic>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <string>
@@ -113,6 +114,16 @@ dnnl::memory packed_constant(const KernelInit& init, size_t input, const dnnl::m
 // the value reordered, or, where its original was given back, one of its packed forms.
 dnnl::memory constant_as(const KernelInit& init, size_t input, const dnnl::memory::desc& from,
                          const dnnl::memory::desc& to);
+
+// A kernel's own packed form of constant input `input` (laid out as `from`): `make()`'s
+// floats, made once per session weight and shared by every plan through the
+// packed-weights cache, or made for this plan where the input is no session weight.
+// Named as packed_constant names its forms, by `from` and `packed` (the form's bytes as
+// one dim: a repack of a given-back weight, which looks for a form of the dims it
+// needs, never reads it).
+std::shared_ptr<const std::vector<float>> own_packed_form(const KernelInit& init, size_t input,
+                                                          const dnnl::memory::desc& from, int64_t floats,
+                                                          const std::function<std::vector<float>()>& make);
 
 // One argument of a primitive execution: the descriptor and the caller's buffer. A
 // null desc marks an absent optional argument.

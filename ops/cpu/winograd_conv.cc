@@ -177,25 +177,14 @@ class WinogradConv final : public Kernel {
   static constexpr int kOut = Tile::kOut, kIn = Tile::kIn;
   static constexpr int64_t kPoints = kIn * kIn;
 
-  // U, packed: made once per session and weight when it is a session weight (the
-  // packed-weights cache shares it between plans), else for this plan.
+  // U, packed: made once per session and weight (ops/cpu/dnnl_util.h's own_packed_form).
   std::shared_ptr<const std::vector<float>> transformed_weights(KernelInit& init) const {
     const int64_t channels = grid_.blocks_in * kLanes, filters = grid_.blocks_out * kLanes;
     const memory::desc w_plain = plain_f32_desc(init.inputs[1].shape);
-    const auto make = [&] {
+    return own_packed_form(init, 1, w_plain, kPoints * channels * filters, [&] {
       const memory w = constant_as(init, 1, w_plain, w_plain);
-      return std::make_shared<std::vector<float>>(
-          transformed_filters<Tile>(static_cast<const float*>(w.get_data_handle()), channels, filters));
-    };
-    if (!init.is_weight(1)) return make();
-    // Named as packed_constant names its forms, by the descriptors of the weight and of
-    // the packed bytes: a repack of the weight (its original given back) reads only
-    // forms whose packed dims are the ones it needs, and U's one dim matches no weight's.
-    const memory::desc packed = plain_f32_desc({kPoints * channels * filters});
-    std::string form(reinterpret_cast<const char*>(&w_plain.data), sizeof w_plain.data);
-    form.append(reinterpret_cast<const char*>(&packed.data), sizeof packed.data);
-    return std::static_pointer_cast<const std::vector<float>>(
-        init.packed_weights->get(*init.values[1], form, packed.get_size(), make));
+      return transformed_filters<Tile>(static_cast<const float*>(w.get_data_handle()), channels, filters);
+    });
   }
 
   // V's rows [from, to) of every point: zeros, so that the last register block's rows
