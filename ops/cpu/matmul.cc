@@ -234,13 +234,13 @@ struct PackedProduct {
 
 // Whether ember's own product runs `init` rather than oneDNN's: float32 on an AVX2 CPU
 // without AVX-512 (where oneDNN 2.6's matmul is its GEMM fallback; on AVX-512 its
-// kernels are unmeasured against ember's), a product with something in it, and an A
-// the kernel runs faster (larger ones run on oneDNN, with a packed form of B of its own).
+// kernels are unmeasured against ember's), a product with something in it, and a shape
+// it runs faster (the others run on oneDNN, with a packed form of B of its own).
 bool packed_product_applies(const KernelInit& init, const PackedProduct& p) {
   if (cpu_isa() != CpuIsa::Avx2 || init.dense_math != DenseMath::Float32 || init.values[1] == nullptr) return false;
   for (size_t i = 0; i < init.inputs.size(); ++i)
     if (init.inputs[i].present() && init.inputs[i].dtype != DType::Float32) return false;
-  return init.outputs[0].dtype == DType::Float32 && p.m > 0 && p.k > 0 && p.n > 0 && PackedGemm::a_fits(p.m, p.k);
+  return init.outputs[0].dtype == DType::Float32 && p.m > 0 && p.k > 0 && p.n > 0 && PackedGemm::runs_faster(p.m, p.k);
 }
 
 // Y = act(A B + bias) on ember's own product, B packed into panels once per session

@@ -44,7 +44,7 @@ dnnl::memory::desc gemm_panels_desc(int64_t k, int64_t n);
 // C [M, N] (rows ldc apart) = act(A B + bias) for A [M, K] row-major and B packed as
 // gemm_panels_desc(K, N); the bias is [N] or absent. Each panel of B is read once, and
 // every block of A's rows multiplied by it over all of K, the panels split between the
-// threads: A must stay in the caches while the panels stream past (a_fits). Against
+// threads: A must stay in the caches while the panels stream past (runs_faster). Against
 // oneDNN 2.6's matmul on the same product (2 threads, Zen 3, single-MatMul models, p50
 // of three alternations, oneDNN -> ember, ms):
 //   128 x 768 x 3072    5.0-5.3 -> 4.3-4.6       256 x 768 x 3072   10.4-11.2 -> 8.4-8.5
@@ -59,8 +59,9 @@ class PackedGemm {
   PackedGemm() = default;
   PackedGemm(int64_t m, int64_t k, int64_t n, int64_t ldc, const ew::Activation& act);
 
-  // Whether an A [m, k] is one this kernel runs faster than oneDNN's: 2 MB at most.
-  static bool a_fits(int64_t m, int64_t k);
+  // Whether a product with A [m, k] runs faster here than on oneDNN's matmul: A of 2 MB
+  // at most, and K of 256 or more.
+  static bool runs_faster(int64_t m, int64_t k);
 
   // A's last M % 6 rows, copied into a whole register block.
   size_t workspace_bytes() const;
@@ -72,7 +73,6 @@ class PackedGemm {
     float* c;
   };
   void multiply_panel(const Operands& x, int64_t p, bool prefetch_next) const;
-  void finish_rows(float* c, int64_t stride, int64_t rows, int64_t cols) const;
 
   int64_t m_ = 0, k_ = 0, n_ = 0, ldc_ = 0, panels_ = 0;
   ew::Activation act_;

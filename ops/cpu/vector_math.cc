@@ -12,9 +12,10 @@ namespace ember {
 // The levels' entry points (ops/cpu/vector_math_kernels.h, one instance per level).
 #define EMBER_VM_DECLARE(isa)                                                                          \
   namespace vecmath::isa {                                                                             \
-  bool unary(ew::UnaryFunction f, const ew::Params& p, const float* x, float* y, int64_t n);           \
+  bool unary(ew::UnaryFunction f, const ew::Params& p, const float* x, float* y, int64_t n, int64_t rows, \
+             int64_t stride);                                                                         \
   float exp_shifted_sum(const float* x, const float* shift, int64_t shift_step, float* y, int64_t n);  \
-  void fast_swish(float alpha, const float* x, float* y, int64_t n);                                   \
+  void fast_swish(float alpha, const float* x, float* y, int64_t n, int64_t rows, int64_t stride);     \
   }
 EMBER_VM_DECLARE(scalar)
 EMBER_VM_DECLARE(avx2)
@@ -63,14 +64,14 @@ const char* isa_name(CpuIsa isa) {
 
 bool has_vector_form(ew::UnaryFunction f) {
   float x = 1.f, y;
-  return vecmath::scalar::unary(f, {}, &x, &y, 1);
+  return vecmath::scalar::unary(f, {}, &x, &y, 1, 1, 1);
 }
 
 void vector_unary(CpuIsa isa, ew::UnaryFunction f, const ew::Params& p, const float* x, float* y, int64_t n) {
   switch (isa) {
-    case CpuIsa::Avx512: vecmath::avx512::unary(f, p, x, y, n); return;
-    case CpuIsa::Avx2: vecmath::avx2::unary(f, p, x, y, n); return;
-    case CpuIsa::Scalar: vecmath::scalar::unary(f, p, x, y, n); return;
+    case CpuIsa::Avx512: vecmath::avx512::unary(f, p, x, y, n, 1, n); return;
+    case CpuIsa::Avx2: vecmath::avx2::unary(f, p, x, y, n, 1, n); return;
+    case CpuIsa::Scalar: vecmath::scalar::unary(f, p, x, y, n, 1, n); return;
   }
 }
 
@@ -80,30 +81,35 @@ void vector_unary(ew::UnaryFunction f, const ew::Params& p, const float* x, floa
 
 void fast_swish(CpuIsa isa, float alpha, const float* x, float* y, int64_t n) {
   switch (isa) {
-    case CpuIsa::Avx512: vecmath::avx512::fast_swish(alpha, x, y, n); return;
-    case CpuIsa::Avx2: vecmath::avx2::fast_swish(alpha, x, y, n); return;
-    case CpuIsa::Scalar: vecmath::scalar::fast_swish(alpha, x, y, n); return;
+    case CpuIsa::Avx512: vecmath::avx512::fast_swish(alpha, x, y, n, 1, n); return;
+    case CpuIsa::Avx2: vecmath::avx2::fast_swish(alpha, x, y, n, 1, n); return;
+    case CpuIsa::Scalar: vecmath::scalar::fast_swish(alpha, x, y, n, 1, n); return;
   }
 }
 
 void fast_swish(float alpha, const float* x, float* y, int64_t n) { fast_swish(cpu_isa(), alpha, x, y, n); }
 
-void activate(const ew::Activation& act, float* y, int64_t n) {
+void activate(const ew::Activation& act, float* y, int64_t n, int64_t rows, int64_t stride) {
   if (act.kind == ew::Activation::Kind::None) return;
+  const CpuIsa isa = cpu_isa();
   if ((act.is(ew::UnaryFunction::Swish) || act.is(ew::UnaryFunction::QuickGelu)) && act.params.alpha > 0.f) {
-    fast_swish(act.params.alpha, y, y, n);
-    return;
+    switch (isa) {
+      case CpuIsa::Avx512: vecmath::avx512::fast_swish(act.params.alpha, y, y, n, rows, stride); return;
+      case CpuIsa::Avx2: vecmath::avx2::fast_swish(act.params.alpha, y, y, n, rows, stride); return;
+      case CpuIsa::Scalar: vecmath::scalar::fast_swish(act.params.alpha, y, y, n, rows, stride); return;
+    }
   }
   if (act.kind == ew::Activation::Kind::Function) {
     bool done = false;
-    switch (cpu_isa()) {
-      case CpuIsa::Avx512: done = vecmath::avx512::unary(act.function, act.params, y, y, n); break;
-      case CpuIsa::Avx2: done = vecmath::avx2::unary(act.function, act.params, y, y, n); break;
-      case CpuIsa::Scalar: done = vecmath::scalar::unary(act.function, act.params, y, y, n); break;
+    switch (isa) {
+      case CpuIsa::Avx512: done = vecmath::avx512::unary(act.function, act.params, y, y, n, rows, stride); break;
+      case CpuIsa::Avx2: done = vecmath::avx2::unary(act.function, act.params, y, y, n, rows, stride); break;
+      case CpuIsa::Scalar: done = vecmath::scalar::unary(act.function, act.params, y, y, n, rows, stride); break;
     }
     if (done) return;
   }
-  for (int64_t i = 0; i < n; ++i) y[i] = ew::apply_activation(act, y[i]);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < n; ++i) y[r * stride + i] = ew::apply_activation(act, y[r * stride + i]);
 }
 
 float exp_shifted_sum(const float* x, const float* shift, int64_t shift_step, float* y, int64_t n) {

@@ -178,34 +178,38 @@ inline V softplus(V x) {
   return clamp(x, 0.f, __builtin_inff()) + log1p;
 }
 
+// y[i] = f(x[i]) for i < n, on `rows` rows `stride` apart (a GEMM's block of columns).
 template <class F>
-inline void map(const float* x, float* y, int64_t n, const F& f) {
-  int64_t i = 0;
-  for (; i + V::kWidth <= n; i += V::kWidth) store(y + i, f(load(x + i)));
-  if (i < n) store_partial(y + i, f(load_partial(x + i, static_cast<int>(n - i))), static_cast<int>(n - i));
+inline void map(const float* x, float* y, int64_t n, int64_t rows, int64_t stride, const F& f) {
+  for (int64_t r = 0; r < rows; ++r, x += stride, y += stride) {
+    int64_t i = 0;
+    for (; i + V::kWidth <= n; i += V::kWidth) store(y + i, f(load(x + i)));
+    if (i < n) store_partial(y + i, f(load_partial(x + i, static_cast<int>(n - i))), static_cast<int>(n - i));
+  }
 }
 
 // The level's entry points (declared in ops/cpu/vector_math.cc): defined here, once per level.
-bool unary(ew::UnaryFunction f, const ew::Params& p, const float* x, float* y, int64_t n) {
+bool unary(ew::UnaryFunction f, const ew::Params& p, const float* x, float* y, int64_t n, int64_t rows,
+           int64_t stride) {
   using F = ew::UnaryFunction;
   switch (f) {
-    case F::Exp: map(x, y, n, [](V v) { return exp(v); }); return true;
-    case F::Tanh: map(x, y, n, [](V v) { return tanh(v); }); return true;
-    case F::Sigmoid: map(x, y, n, [](V v) { return sigmoid(v); }); return true;
-    case F::Erf: map(x, y, n, [](V v) { return erf(v); }); return true;
-    case F::Gelu: map(x, y, n, [](V v) { return gelu(v); }); return true;
-    case F::GeluTanh: map(x, y, n, [](V v) { return gelu_tanh(v); }); return true;
+    case F::Exp: map(x, y, n, rows, stride, [](V v) { return exp(v); }); return true;
+    case F::Tanh: map(x, y, n, rows, stride, [](V v) { return tanh(v); }); return true;
+    case F::Sigmoid: map(x, y, n, rows, stride, [](V v) { return sigmoid(v); }); return true;
+    case F::Erf: map(x, y, n, rows, stride, [](V v) { return erf(v); }); return true;
+    case F::Gelu: map(x, y, n, rows, stride, [](V v) { return gelu(v); }); return true;
+    case F::GeluTanh: map(x, y, n, rows, stride, [](V v) { return gelu_tanh(v); }); return true;
     case F::Swish:
-    case F::QuickGelu: map(x, y, n, [a = p.alpha](V v) { return swish(v, a); }); return true;
-    case F::Softplus: map(x, y, n, [](V v) { return softplus(v); }); return true;
-    case F::Log: map(x, y, n, [](V v) { return log(v); }); return true;
+    case F::QuickGelu: map(x, y, n, rows, stride, [a = p.alpha](V v) { return swish(v, a); }); return true;
+    case F::Softplus: map(x, y, n, rows, stride, [](V v) { return softplus(v); }); return true;
+    case F::Log: map(x, y, n, rows, stride, [](V v) { return log(v); }); return true;
     default: return false;
   }
 }
 
-void fast_swish(float alpha, const float* x, float* y, int64_t n) {
-  if (alpha == 1.f) map(x, y, n, [](V v) { return fast_swish<false>(v, 1.f); });
-  else map(x, y, n, [alpha](V v) { return fast_swish<true>(v, alpha); });
+void fast_swish(float alpha, const float* x, float* y, int64_t n, int64_t rows, int64_t stride) {
+  if (alpha == 1.f) map(x, y, n, rows, stride, [](V v) { return fast_swish<false>(v, 1.f); });
+  else map(x, y, n, rows, stride, [alpha](V v) { return fast_swish<true>(v, alpha); });
 }
 
 float exp_shifted_sum(const float* x, const float* shift, int64_t shift_step, float* y, int64_t n) {
