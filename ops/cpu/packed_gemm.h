@@ -13,7 +13,7 @@
 
 #include "graph/elementwise_functions.h"
 
-#include <dnnl.hpp>
+#include <oneapi/dnnl/dnnl.hpp>
 
 #include <cstddef>
 #include <cstdint>
