@@ -136,6 +136,13 @@ StridedDims written_through(const Shape& product, const std::vector<int64_t>& pe
   return v;
 }
 
+// B as a MatMul reads it: stored dims through perm_b, a 1-D B as one column.
+StridedDims matmul_b(const KernelInit& init) {
+  StridedDims b = read_through(init.inputs[1].shape, init.node.attributes.get_ints_or("perm_b", {}));
+  if (b.dims.size() == 1) b = {{b.dims[0], 1}, {1, 1}};
+  return b;
+}
+
 // Leading unit dims up to `rank` (their stride is never stepped).
 void pad_rank(StridedDims& v, size_t rank) {
   const int64_t outer = v.dims.empty() ? 1 : v.dims[0] * v.strides[0];
@@ -156,9 +163,8 @@ class MatMulKernel final : public Kernel {
     const auto& at = init.node.attributes;
     const std::vector<int64_t> perm_y = at.get_ints_or("perm_y", {});
     StridedDims a = read_through(init.inputs[0].shape, at.get_ints_or("perm_a", {}));
-    StridedDims b = read_through(init.inputs[1].shape, at.get_ints_or("perm_b", {}));
+    StridedDims b = matmul_b(init);
     if (a.dims.size() == 1) a = {{1, a.dims[0]}, {a.dims[0], 1}};
-    if (b.dims.size() == 1) b = {{b.dims[0], 1}, {1, 1}};
     const int64_t k = a.dims.back(), n = b.dims.back();
     const bool a_row_major = a.strides == contiguous_strides(a.dims);
     if (b.dims.size() == 2 && a_row_major && perm_y.empty()) {
@@ -212,9 +218,7 @@ bool plain_bf16_matmul(const KernelInit& init, std::string* why_not) {
 // One row of A (every other dim of A 1, so no perm reorders its values) times a 2-D
 // constant B: the matrix-vector kernel, with B as `*b_desc`.
 bool matmul_is_matrix_vector(const KernelInit& init, memory::desc* b_desc) {
-  const auto& at = init.node.attributes;
-  StridedDims b = read_through(init.inputs[1].shape, at.get_ints_or("perm_b", {}));
-  if (b.dims.size() == 1) b = {{b.dims[0], 1}, {1, 1}};
+  const StridedDims b = matmul_b(init);
   if (b.dims.size() != 2 || shape_numel(init.inputs[0].shape) != b.dims[0]) return false;
   const bool bias = init.inputs.size() > 2 && init.inputs[2].present();
   if (bias && shape_numel(init.inputs[2].shape) != b.dims[1]) return false;  // the kernel reads n biases
@@ -232,15 +236,14 @@ struct PackedProduct {
   std::vector<float> scaled_bias;
 };
 
-// Whether ember's own product runs `init` rather than oneDNN's: float32 on an AVX2 CPU
-// without AVX-512 (where oneDNN 2.6's matmul is its GEMM fallback; on AVX-512 its
-// kernels are unmeasured against ember's), a product with something in it, and a shape
-// it runs faster (the others run on oneDNN, with a packed form of B of its own).
+// Whether ember's own product runs `init` (float32 inputs, as the factories checked)
+// rather than oneDNN's: float32 math on an AVX2 CPU without AVX-512 (where oneDNN 2.6's
+// matmul is its GEMM fallback; on AVX-512 its kernels are unmeasured against ember's),
+// a constant B, a product with something in it, and a shape it runs faster (the others
+// run on oneDNN, with a packed form of B of its own).
 bool packed_product_applies(const KernelInit& init, const PackedProduct& p) {
-  if (cpu_isa() != CpuIsa::Avx2 || init.dense_math != DenseMath::Float32 || init.values[1] == nullptr) return false;
-  for (size_t i = 0; i < init.inputs.size(); ++i)
-    if (init.inputs[i].present() && init.inputs[i].dtype != DType::Float32) return false;
-  return init.outputs[0].dtype == DType::Float32 && p.m > 0 && p.k > 0 && p.n > 0 && PackedGemm::runs_faster(p.m, p.k);
+  return cpu_isa() == CpuIsa::Avx2 && init.dense_math == DenseMath::Float32 && init.values[1] != nullptr &&
+         p.m > 0 && p.k > 0 && p.n > 0 && PackedGemm::runs_faster(p.m, p.k);
 }
 
 // Y = act(A B + bias) on ember's own product, B packed into panels once per session
@@ -277,8 +280,7 @@ bool matmul_is_packed_product(const KernelInit& init, PackedProduct* p) {
   for (size_t i = 0; i < perm_a.size(); ++i)
     if (perm_a[i] != static_cast<int64_t>(i)) return false;
   if (!at.get_ints_or("perm_y", {}).empty() || init.inputs[0].shape.empty()) return false;
-  StridedDims b = read_through(init.inputs[1].shape, at.get_ints_or("perm_b", {}));
-  if (b.dims.size() == 1) b = {{b.dims[0], 1}, {1, 1}};
+  const StridedDims b = matmul_b(init);
   if (b.dims.size() != 2) return false;
   p->k = b.dims[0];
   p->n = b.dims[1];
@@ -304,6 +306,19 @@ std::unique_ptr<Kernel> make_matmul(KernelInit& init, std::string* why_not) {
   return with_fused_activation<MatMulKernel>(init, why_not);
 }
 
+// Whether Gemm's C is a row of its N output columns ([N] or [1, N]): added to every row of
+// Y, a bias.
+bool gemm_c_is_row(const Shape& c, int64_t n) {
+  return shape_numel(c) == n && (c.size() == 1 || (c.size() == 2 && c[0] == 1));
+}
+
+// beta * C's row, at plan time.
+std::vector<float> scaled_row(const Tensor& c, float beta, int64_t n) {
+  std::vector<float> row(n);
+  for (int64_t j = 0; j < n; ++j) row[j] = beta * c.data_as<float>()[j];
+  return row;
+}
+
 // Gemm: Y = act(alpha * op(A) op(B) + beta * C). A row vector C ([N], [1, N]) with
 // alpha = 1 becomes the matmul's bias (scaled by beta at plan time when constant);
 // any other C is broadcast into Y first and added by a sum post-op.
@@ -323,16 +338,11 @@ class GemmKernel final : public Kernel {
 
     const bool has_c = init.inputs.size() > 2 && init.inputs[2].present() && beta_ != 0.f;
     if (has_c) c_shape_ = init.inputs[2].shape;
-    const bool row_c = has_c && shape_numel(c_shape_) == n_ && n_ > 1 &&
-                       (c_shape_.size() == 1 || (c_shape_.size() == 2 && c_shape_[0] == 1));
+    const bool row_c = has_c && n_ > 1 && gemm_c_is_row(c_shape_, n_);
     const Tensor* c_value = has_c ? init.values[2] : nullptr;
     use_bias_ = row_c && alpha == 1.f && (beta_ == 1.f || c_value);
     fill_c_ = has_c && !use_bias_;
-    if (use_bias_ && beta_ != 1.f) {
-      const float* c = c_value->data_as<float>();
-      scaled_bias_.resize(n_);
-      for (int64_t j = 0; j < n_; ++j) scaled_bias_[j] = beta_ * c[j];
-    }
+    if (use_bias_ && beta_ != 1.f) scaled_bias_ = scaled_row(*c_value, beta_, n_);
 
     dnnl::post_ops ops;
     if (fill_c_) ops.append_sum(1.f);
@@ -401,13 +411,8 @@ bool gemm_is_packed_product(const KernelInit& init, PackedProduct* p) {
   const float beta = at.get_float_or("beta", 1.f);
   p->bias = init.inputs.size() > 2 && init.inputs[2].present() && beta != 0.f;
   if (p->bias) {
-    const Shape& c = init.inputs[2].shape;
-    if (shape_numel(c) != p->n || !(c.size() == 1 || (c.size() == 2 && c[0] == 1))) return false;
-    if (beta != 1.f) {
-      if (init.values[2] == nullptr) return false;
-      const float* values = init.values[2]->data_as<float>();
-      for (int64_t j = 0; j < p->n; ++j) p->scaled_bias.push_back(beta * values[j]);
-    }
+    if (!gemm_c_is_row(init.inputs[2].shape, p->n) || (beta != 1.f && init.values[2] == nullptr)) return false;
+    if (beta != 1.f) p->scaled_bias = scaled_row(*init.values[2], beta, p->n);
   }
   return packed_product_applies(init, *p);
 }

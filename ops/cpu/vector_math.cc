@@ -67,12 +67,31 @@ bool has_vector_form(ew::UnaryFunction f) {
   return vecmath::scalar::unary(f, {}, &x, &y, 1, 1, 1);
 }
 
-void vector_unary(CpuIsa isa, ew::UnaryFunction f, const ew::Params& p, const float* x, float* y, int64_t n) {
+namespace {
+
+// The level's unary over `rows` rows `stride` apart; false where f has no vector form.
+bool unary_at(CpuIsa isa, ew::UnaryFunction f, const ew::Params& p, const float* x, float* y, int64_t n, int64_t rows,
+              int64_t stride) {
   switch (isa) {
-    case CpuIsa::Avx512: vecmath::avx512::unary(f, p, x, y, n, 1, n); return;
-    case CpuIsa::Avx2: vecmath::avx2::unary(f, p, x, y, n, 1, n); return;
-    case CpuIsa::Scalar: vecmath::scalar::unary(f, p, x, y, n, 1, n); return;
+    case CpuIsa::Avx512: return vecmath::avx512::unary(f, p, x, y, n, rows, stride);
+    case CpuIsa::Avx2: return vecmath::avx2::unary(f, p, x, y, n, rows, stride);
+    case CpuIsa::Scalar: break;
   }
+  return vecmath::scalar::unary(f, p, x, y, n, rows, stride);
+}
+
+void fast_swish_at(CpuIsa isa, float alpha, const float* x, float* y, int64_t n, int64_t rows, int64_t stride) {
+  switch (isa) {
+    case CpuIsa::Avx512: vecmath::avx512::fast_swish(alpha, x, y, n, rows, stride); return;
+    case CpuIsa::Avx2: vecmath::avx2::fast_swish(alpha, x, y, n, rows, stride); return;
+    case CpuIsa::Scalar: vecmath::scalar::fast_swish(alpha, x, y, n, rows, stride); return;
+  }
+}
+
+}  // namespace
+
+void vector_unary(CpuIsa isa, ew::UnaryFunction f, const ew::Params& p, const float* x, float* y, int64_t n) {
+  unary_at(isa, f, p, x, y, n, 1, n);
 }
 
 void vector_unary(ew::UnaryFunction f, const ew::Params& p, const float* x, float* y, int64_t n) {
@@ -80,34 +99,20 @@ void vector_unary(ew::UnaryFunction f, const ew::Params& p, const float* x, floa
 }
 
 void fast_swish(CpuIsa isa, float alpha, const float* x, float* y, int64_t n) {
-  switch (isa) {
-    case CpuIsa::Avx512: vecmath::avx512::fast_swish(alpha, x, y, n, 1, n); return;
-    case CpuIsa::Avx2: vecmath::avx2::fast_swish(alpha, x, y, n, 1, n); return;
-    case CpuIsa::Scalar: vecmath::scalar::fast_swish(alpha, x, y, n, 1, n); return;
-  }
+  fast_swish_at(isa, alpha, x, y, n, 1, n);
 }
 
 void fast_swish(float alpha, const float* x, float* y, int64_t n) { fast_swish(cpu_isa(), alpha, x, y, n); }
 
 void activate(const ew::Activation& act, float* y, int64_t n, int64_t rows, int64_t stride) {
   if (act.kind == ew::Activation::Kind::None) return;
-  const CpuIsa isa = cpu_isa();
   if ((act.is(ew::UnaryFunction::Swish) || act.is(ew::UnaryFunction::QuickGelu)) && act.params.alpha > 0.f) {
-    switch (isa) {
-      case CpuIsa::Avx512: vecmath::avx512::fast_swish(act.params.alpha, y, y, n, rows, stride); return;
-      case CpuIsa::Avx2: vecmath::avx2::fast_swish(act.params.alpha, y, y, n, rows, stride); return;
-      case CpuIsa::Scalar: vecmath::scalar::fast_swish(act.params.alpha, y, y, n, rows, stride); return;
-    }
+    fast_swish_at(cpu_isa(), act.params.alpha, y, y, n, rows, stride);
+    return;
   }
-  if (act.kind == ew::Activation::Kind::Function) {
-    bool done = false;
-    switch (isa) {
-      case CpuIsa::Avx512: done = vecmath::avx512::unary(act.function, act.params, y, y, n, rows, stride); break;
-      case CpuIsa::Avx2: done = vecmath::avx2::unary(act.function, act.params, y, y, n, rows, stride); break;
-      case CpuIsa::Scalar: done = vecmath::scalar::unary(act.function, act.params, y, y, n, rows, stride); break;
-    }
-    if (done) return;
-  }
+  if (act.kind == ew::Activation::Kind::Function &&
+      unary_at(cpu_isa(), act.function, act.params, y, y, n, rows, stride))
+    return;
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t i = 0; i < n; ++i) y[r * stride + i] = ew::apply_activation(act, y[r * stride + i]);
 }

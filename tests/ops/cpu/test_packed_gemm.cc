@@ -171,6 +171,27 @@ TEST(PackedGemm, RunsMatMulAndGemmOnConstantWeightsOnAvx2) {
   EXPECT_NE(variant_of(gemm, {&ga, &gb, &c}), own) << "alpha is oneDNN's output scale";
 }
 
+// The bias shapes the fusion passes write ([N], [1, N], [1, 1, N]) on a FusedMatMul of a
+// 3-D A with a fused GELU, the own kernel's path where the CPU takes it.
+TEST(PackedGemm, FusedMatMulTakesEveryBiasShapeExportersWrite) {
+  const Tensor a = random_floats({2, 7, 256}, 19), b = random_floats({256, 40}, 20);
+  for (const Shape& bias_shape : {Shape{40}, Shape{1, 40}, Shape{1, 1, 40}}) {
+    SCOPED_TRACE(shape_to_string(bias_shape));
+    const Tensor bias = random_floats(bias_shape, 21);
+    Node node = make_node("FusedMatMul", 3, 1, {}, "com.ember");
+    set_activation(node, {"Gelu", {}});
+    std::vector<double> want(14 * 40);
+    for (int64_t i = 0; i < 14; ++i)
+      for (int64_t j = 0; j < 40; ++j) {
+        double s = bias.data_as<float>()[j];
+        for (int64_t d = 0; d < 256; ++d) s += double(a.data_as<float>()[i * 256 + d]) * b.data_as<float>()[d * 40 + j];
+        want[i * 40 + j] = activate("Gelu", {}, static_cast<float>(s));
+      }
+    // float32 sums of 256 products in [-1, 1], then GELU (1.2-Lipschitz, a few ulp).
+    expect_close(run_node(node, 13, {&a, &b, &bias})[0], want, 1e-5, 1e-4);
+  }
+}
+
 // Gemm's beta scales its row C into the kernel's bias at plan time; beta 0 drops C.
 TEST(PackedGemm, GemmBetaScalesOrDropsTheBiasRow) {
   const Tensor a = random_floats({7, 256}, 14), b = random_floats({17, 256}, 15), c = random_floats({17}, 16);
