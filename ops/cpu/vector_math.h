@@ -13,7 +13,7 @@
 //   tanh       3 ulp (2.23)
 //   sigmoid    3 ulp (2.40)
 //   erf        3 ulp (2.34)
-//   gelu       6 ulp (5.55): x Phi(x) with Phi through erfc, no cancellation for x < 0
+//   gelu       7 ulp (6.17): x Phi(x) with Phi through erfc, no cancellation for x < 0
 //   gelu_tanh  3 ulp for x >= 0; below, x sigmoid(2u) (the tanh form rewritten without
 //              cancellation), u's own roundings amplified by |u|: 3 + 4|u| ulp (147 at
 //              x = -9.7, where the result is 1e-40)
