@@ -183,7 +183,7 @@ std::string describe(const BenchResult& r, const BenchSettings& settings) {
   const double runs_per_s = static_cast<double>(ms.size()) / r.wall_s;
   char text[512];
   std::snprintf(text, sizeof text,
-                "latency over %zu runs (%d thread%s, after %d warm-up each): min %.3f ms  mean %.3f  p50 %.3f  "
+                "latency over %zu runs (%d calling thread%s, after %d warm-up each): min %.3f ms  mean %.3f  p50 %.3f  "
                 "p90 %.3f  p95 %.3f  p99 %.3f  max %.3f\n"
                 "throughput: %.2f items/s, %.2f runs/s (batch %lld) over %.2f s%s\n",
                 ms.size(), std::max(settings.concurrency, 1), settings.concurrency > 1 ? "s" : "", settings.warmup,

@@ -238,7 +238,7 @@ TEST_F(Cli, BenchmarksFromSeveralThreadsAndWritesTheSummary) {
   const auto summary = (dir_ / "summary.json").string();
   Result r = infer(model + " --shape n=8 --concurrency 3 --repeat 30 --summary-json " + summary);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("latency over 30 runs (3 threads"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("latency over 30 runs (3 calling threads"), std::string::npos) << r.out;
   for (const char* word : {"min ", "mean ", "p50 ", "p90 ", "p95 ", "p99 ", "max ", "items/s"})
     EXPECT_NE(r.out.find(word), std::string::npos) << word << " in " << r.out;
   const std::string json = slurp(summary);
