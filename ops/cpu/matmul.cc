@@ -239,11 +239,12 @@ struct PackedProduct {
 // Whether ember's own product runs `init` (float32 inputs, as the factories checked)
 // rather than oneDNN's: float32 math on an AVX2 CPU without AVX-512 (where oneDNN 2.6's
 // matmul is its GEMM fallback; on AVX-512 its kernels are unmeasured against ember's),
-// a constant B, a product with something in it, and a shape it runs faster (the others
-// run on oneDNN, with a packed form of B of its own).
+// a constant B, a product with something in it, and a depth it runs faster at (K below
+// 256 runs on oneDNN, with a packed form of B of its own; a weight's depth is the same
+// in every plan, so each weight has one form or the other, never both).
 bool packed_product_applies(const KernelInit& init, const PackedProduct& p) {
   return cpu_isa() == CpuIsa::Avx2 && init.dense_math == DenseMath::Float32 && init.values[1] != nullptr &&
-         p.m > 0 && p.k > 0 && p.n > 0 && PackedGemm::runs_faster(p.m, p.k);
+         p.m > 0 && p.k > 0 && p.n > 0 && PackedGemm::runs_faster(p.k);
 }
 
 // Y = act(A B + bias) on ember's own product, B packed into panels once per session

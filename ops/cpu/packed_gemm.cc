@@ -90,9 +90,10 @@ PackedGemm::PackedGemm(int64_t m, int64_t k, int64_t n, int64_t ldc, const ew::A
 // 297, ViT-B/16 337 -> 311, the Llama-style builder 109 -> 101, ConvNeXt 89.5 -> 87.2.
 // ConvNeXt with every A up to 2 MB on this kernel took 94.4: its first stages' K of 96
 // and 192 by thousands of rows ran slower here (K of 384 and up: even or faster).
-bool PackedGemm::runs_faster(int64_t m, int64_t k) {
-  return k >= 256 && m * k * static_cast<int64_t>(sizeof(float)) <= int64_t{2} << 20;
-}
+// Larger A, in chunks of rows (kChunkBytes), against oneDNN's matmul at batch 8 (the same
+// way, medians): BERT (seq 128) 1435 -> 1403 ms, GPT-2 2172 -> 2078, ViT-B/16 2263 ->
+// 2233, ConvNeXt 689 -> 662, Llama 698 -> 690.
+bool PackedGemm::runs_faster(int64_t k) { return k >= 256; }
 
 size_t PackedGemm::workspace_bytes() const {
   return m_ % kBlockRows ? static_cast<size_t>(kBlockRows * k_) * sizeof(float) : 0;
@@ -107,18 +108,23 @@ void PackedGemm::run(const float* a, const float* panels, const float* bias, flo
     std::fill(tail + rows * k_, tail + kBlockRows * k_, 0.f);
   }
   const Operands operands{a, tail, panels, bias, c};
+  const int64_t blocks = (m_ + kBlockRows - 1) / kBlockRows;
+  const int64_t chunk = std::max<int64_t>(1, kChunkBytes / (kBlockRows * k_ * static_cast<int64_t>(sizeof(float))));
   parallel_for(panels_, 2 * m_ * k_ * kPanelColumns, [&](int64_t begin, int64_t end) {
-    for (int64_t p = begin; p < end; ++p) multiply_panel(operands, p, p + 1 < end);
+    for (int64_t first = 0; first < blocks; first += chunk) {
+      const int64_t last = std::min(blocks, first + chunk);
+      for (int64_t p = begin; p < end; ++p) multiply_panel(operands, p, p + 1 < end, first, last);
+    }
   });
 }
 
-// Every block of rows times panel p, all of K at once: the panel stays in L1 or L2, A in
-// L2. Meanwhile, where `prefetch_next`, the next panel is prefetched, a share of its
-// lines per block: fetched on demand, its first block ran at memory latency, and
-// GPT-2's products ran 5-20% slower with B out of cache.
-void PackedGemm::multiply_panel(const Operands& x, int64_t p, bool prefetch_next) const {
+// Blocks [first, last) of rows times panel p, all of K at once: the panel stays in L1 or
+// L2, the chunk of A in L2 or L3. Meanwhile, where `prefetch_next`, the next panel is
+// prefetched, a share of its lines per block: fetched on demand, its first block ran at
+// memory latency, and GPT-2's products ran 5-20% slower with B out of cache.
+void PackedGemm::multiply_panel(const Operands& x, int64_t p, bool prefetch_next, int64_t first, int64_t last) const {
   const int64_t col0 = p * kPanelColumns, cols = std::min(kPanelColumns, n_ - col0);
-  const int64_t whole = m_ / kBlockRows, blocks = (m_ + kBlockRows - 1) / kBlockRows;
+  const int64_t whole = m_ / kBlockRows, blocks = last - first;
   float padded_bias[kPanelColumns] = {};
   if (x.bias) std::copy(x.bias + col0, x.bias + col0 + cols, padded_bias);
   const BlockStore store{x.bias ? padded_bias : nullptr, lo_, hi_};
@@ -126,8 +132,9 @@ void PackedGemm::multiply_panel(const Operands& x, int64_t p, bool prefetch_next
   const float* next = panel + k_ * kPanelColumns;
   const int64_t next_lines = prefetch_next ? k_ : 0;  // a line: one row of 16 floats
   const int64_t lines_per_block = (next_lines + blocks - 1) / blocks;
-  for (int64_t b = 0; b < blocks; ++b) {
-    for (int64_t line = b * lines_per_block; line < std::min(next_lines, (b + 1) * lines_per_block); ++line)
+  for (int64_t b = first; b < last; ++b) {
+    const int64_t lines = (b - first) * lines_per_block;
+    for (int64_t line = lines; line < std::min(next_lines, lines + lines_per_block); ++line)
       _mm_prefetch(reinterpret_cast<const char*>(next + line * kPanelColumns), _MM_HINT_T0);
     const float* rows = b < whole ? x.a + b * kBlockRows * k_ : x.tail;
     float* out = x.c + b * kBlockRows * ldc_ + col0;
@@ -144,7 +151,8 @@ void PackedGemm::multiply_panel(const Operands& x, int64_t p, bool prefetch_next
   }
   // The activation the store's bounds cannot express, on the panel's columns of C while
   // they are in L2, in one call (per block's row, the calls' cost made GELU 60% slower).
-  if (activation_after_) activate(act_, x.c + col0, cols, m_, ldc_);
+  const int64_t row0 = first * kBlockRows, rows = std::min(m_, last * kBlockRows) - row0;
+  if (activation_after_) activate(act_, x.c + row0 * ldc_ + col0, cols, rows, ldc_);
 }
 
 }  // namespace ember

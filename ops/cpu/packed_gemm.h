@@ -42,26 +42,33 @@ void multiply_block_8(const float* v, int64_t v_stride, const float* u, int64_t 
 dnnl::memory::desc gemm_panels_desc(int64_t k, int64_t n);
 
 // C [M, N] (rows ldc apart) = act(A B + bias) for A [M, K] row-major and B packed as
-// gemm_panels_desc(K, N); the bias is [N] or absent. Each panel of B is read once, and
-// every block of A's rows multiplied by it over all of K, the panels split between the
-// threads: A must stay in the caches while the panels stream past (runs_faster). Against
-// oneDNN 2.6's matmul on the same product (2 threads, Zen 3, single-MatMul models, p50
-// of three alternations, oneDNN -> ember, ms):
+// gemm_panels_desc(K, N); the bias is [N] or absent. A is taken in chunks of rows of
+// kChunkBytes at most; each panel of B is read once per chunk, and every block of the
+// chunk's rows multiplied by it over all of K, the panels split between the threads:
+// the chunk stays in the caches while the panels stream past. Against oneDNN 2.6's
+// matmul on the same product (2 threads, Zen 3, single-MatMul models, p50 of three
+// alternations, oneDNN -> ember, ms):
 //   128 x 768 x 3072    5.0-5.3 -> 4.3-4.6       256 x 768 x 3072   10.4-11.2 -> 8.4-8.5
-//   512 x 768 x 3072   19.8-20.1 -> 16.3-17.3
-// Larger A (3-12 MB) ran even with oneDNN in a model of one MatMul, where A stayed in
-// L3, and 15-70% behind it inside BERT at batch 8 (1024 rows), where A came from memory
-// once per panel. Slices of K (256) with chunks of A kept in L2, and A packed per slice
-// as well, as BLAS libraries do, lost the smaller products' lead and stayed 10-25%
-// behind on the larger: oneDNN runs those.
+//   512 x 768 x 3072   19.8-20.1 -> 16.3-17.3    1024 x 768 x 3072   36-43 -> 28-38
+//   2048 x 768 x 768    17-21 -> 19-20           1024 x 3072 x 768   34-40 -> 36-42
+// Without chunks, A of 3-12 MB ran even with oneDNN in a model of one MatMul, where A
+// stayed in L3, and behind it inside models at batch 8, where A came from memory once
+// per panel (ConvNeXt 6%). Slices of K (256) with chunks of A kept in L2, and A packed
+// per slice as well, as BLAS libraries do, lost the smaller products' lead and stayed
+// 10-25% behind on the larger.
 class PackedGemm {
  public:
   PackedGemm() = default;
   PackedGemm(int64_t m, int64_t k, int64_t n, int64_t ldc, const ew::Activation& act);
 
-  // Whether a product with A [m, k] runs faster here than on oneDNN's matmul: A of 2 MB
-  // at most, and K of 256 or more.
-  static bool runs_faster(int64_t m, int64_t k);
+  // Rows of A per pass over the panels: 2 MB of them. The larger A of a batch of 8 (up to
+  // 12 MB) ran 4-6% slower than oneDNN's inside ConvNeXt without chunks, 4% faster in
+  // chunks of 2 MB, 1% slower in chunks of 1 MB (BERT; B is read once per chunk).
+  static constexpr int64_t kChunkBytes = int64_t{2} << 20;
+
+  // Whether a product of depth k runs faster here than on oneDNN's matmul: K of 256 or
+  // more, whatever M.
+  static bool runs_faster(int64_t k);
 
   // A's last M % 6 rows, copied into a whole register block.
   size_t workspace_bytes() const;
@@ -72,7 +79,7 @@ class PackedGemm {
     const float *a, *tail, *panels, *bias;
     float* c;
   };
-  void multiply_panel(const Operands& x, int64_t p, bool prefetch_next) const;
+  void multiply_panel(const Operands& x, int64_t p, bool prefetch_next, int64_t first, int64_t last) const;
 
   int64_t m_ = 0, k_ = 0, n_ = 0, ldc_ = 0, panels_ = 0;
   ew::Activation act_;
