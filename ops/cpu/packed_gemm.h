@@ -61,9 +61,9 @@ class PackedGemm {
   PackedGemm() = default;
   PackedGemm(int64_t m, int64_t k, int64_t n, int64_t ldc, const ew::Activation& act);
 
-  // Rows of A per pass over the panels: 2 MB of them. The larger A of a batch of 8 (up to
-  // 12 MB) ran 4-6% slower than oneDNN's inside ConvNeXt without chunks, 4% faster in
-  // chunks of 2 MB, 1% slower in chunks of 1 MB (BERT; B is read once per chunk).
+  // Rows of A per pass over the panels: 2 MB of them (B is read once per chunk). Inside
+  // ConvNeXt at batch 8 (A up to 9.6 MB) the kernel ran 6% slower than oneDNN's without
+  // chunks and 4% faster in chunks of 2 MB; BERT at batch 8 in chunks of 1 MB: even.
   static constexpr int64_t kChunkBytes = int64_t{2} << 20;
 
   // Whether a product of depth k runs faster here than on oneDNN's matmul: K of 256 or
