@@ -8,6 +8,7 @@
 #include "ops/registry.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -242,7 +243,11 @@ struct PackedProduct {
 // a constant B, a product with something in it, and a depth it runs faster at (K below
 // 256 runs on oneDNN, with a packed form of B of its own; a weight's depth is the same
 // in every plan, so each weight has one form or the other, never both).
+// EMBER_CPU_GEMM=onednn, read as each plan is made, leaves every product to oneDNN: to
+// compare the two in one process (tools/ab.py) or to work around the own kernel.
 bool packed_product_applies(const KernelInit& init, const PackedProduct& p) {
+  const char* gemm = std::getenv("EMBER_CPU_GEMM");
+  if (gemm && std::string_view(gemm) == "onednn") return false;
   return cpu_isa() == CpuIsa::Avx2 && init.dense_math == DenseMath::Float32 && init.values[1] != nullptr &&
          p.m > 0 && p.k > 0 && p.n > 0 && PackedGemm::runs_faster(p.k);
 }

@@ -91,8 +91,10 @@ PackedGemm::PackedGemm(int64_t m, int64_t k, int64_t n, int64_t ldc, const ew::A
 // ConvNeXt with every A up to 2 MB on this kernel took 94.4: its first stages' K of 96
 // and 192 by thousands of rows ran slower here (K of 384 and up: even or faster).
 // Larger A, in chunks of rows (kChunkBytes), against oneDNN's matmul at batch 8 (the same
-// way, medians): BERT (seq 128) 1435 -> 1403 ms, GPT-2 2172 -> 2078, ViT-B/16 2263 ->
-// 2233, ConvNeXt 689 -> 662, Llama 698 -> 690.
+// way, medians): GPT-2 2172 -> 2078 ms, ViT-B/16 2263 -> 2233, ConvNeXt 689 -> 662 (721
+// -> 716 in a second sitting), Llama 698 -> 690, BERT (seq 128) 1435 -> 1403 in one
+// sitting, 1484 -> 1508 and 1612 -> 1657 in two more: within a few percent either way,
+// and one packed form per weight instead of two.
 bool PackedGemm::runs_faster(int64_t k) { return k >= 256; }
 
 size_t PackedGemm::workspace_bytes() const {

@@ -10,6 +10,7 @@
 #include "test_conv_util.h"
 
 #include <cfloat>
+#include <cstdlib>
 #include <limits>
 
 namespace ember::test {
@@ -163,6 +164,10 @@ TEST(PackedGemm, RunsMatMulAndGemmOnConstantWeightsOnAvx2) {
   EXPECT_NE(variant_of(make_node("MatMul", 2), {&shallow_a, &shallow_b}), own) << "K below 256: oneDNN's";
   const Tensor large_a = random_floats({1025, 512}, 17), narrow_b = random_floats({512, 16}, 18);
   EXPECT_EQ(variant_of(make_node("MatMul", 2), {&large_a, &narrow_b}), own) << "A past 2 MiB: in chunks of rows";
+  setenv("EMBER_CPU_GEMM", "onednn", 1);
+  EXPECT_NE(variant_of(make_node("MatMul", 2), {&a, &b}), own) << "EMBER_CPU_GEMM=onednn";
+  unsetenv("EMBER_CPU_GEMM");
+  EXPECT_EQ(variant_of(make_node("MatMul", 2), {&a, &b}), own) << "read as each kernel is made";
   Node transposed_a = make_node("FusedMatMul", 2, 1, {}, "com.ember");
   transposed_a.attributes.set_ints("perm_a", {0, 2, 1});
   const Tensor at = random_floats({2, 256, 7}, 10);
