@@ -165,8 +165,7 @@ bool dnnl_eltwise(const ew::Activation& act, dnnl::algorithm* alg, float* alpha)
 FusedActivation::FusedActivation(const ew::Activation& act, bool bfloat16_output) : act_(act) {
   dnnl::algorithm alg = dnnl::algorithm::undef;
   float alpha = 0.f;
-  fast_swish_ = !bfloat16_output && (act.is(ew::UnaryFunction::Swish) || act.is(ew::UnaryFunction::QuickGelu)) &&
-                act.params.alpha > 0.f;
+  fast_swish_ = !bfloat16_output && runs_as_fast_swish(act);
   by_dnnl_ = !fast_swish_ && (act.kind == ew::Activation::Kind::None || act.is(ew::UnaryFunction::HardSigmoid) ||
                               dnnl_eltwise(act, &alg, &alpha));
 }

@@ -318,6 +318,12 @@ bool gemm_c_is_row(const Shape& c, int64_t n) {
   return shape_numel(c) == n && (c.size() == 1 || (c.size() == 2 && c[0] == 1));
 }
 
+// Gemm's B [k, n] as stored: row-major, or column-major under transB.
+memory::desc gemm_b_desc(const KernelInit& init, int64_t k, int64_t n) {
+  const bool tb = init.node.attributes.get_int_or("transB", 0) != 0;
+  return memory::desc({k, n}, memory::data_type::f32, tb ? memory::dims{1, k} : memory::dims{n, 1});
+}
+
 // beta * C's row, at plan time.
 std::vector<float> scaled_row(const Tensor& c, float beta, int64_t n) {
   std::vector<float> row(n);
@@ -332,7 +338,7 @@ class GemmKernel final : public Kernel {
  public:
   GemmKernel(KernelInit& init, const ew::Activation& act) : activation_(act) {
     const auto& at = init.node.attributes;
-    const bool ta = at.get_int_or("transA", 0) != 0, tb = at.get_int_or("transB", 0) != 0;
+    const bool ta = at.get_int_or("transA", 0) != 0;
     const float alpha = at.get_float_or("alpha", 1.f);
     beta_ = at.get_float_or("beta", 1.f);
     const Shape& a = init.inputs[0].shape;
@@ -340,7 +346,7 @@ class GemmKernel final : public Kernel {
     n_ = init.outputs[0].shape[1];
     const int64_t k = ta ? a[0] : a[1];
     const memory::desc a_md({m_, k}, memory::data_type::f32, ta ? memory::dims{1, m_} : memory::dims{k, 1});
-    const memory::desc b_md({k, n_}, memory::data_type::f32, tb ? memory::dims{1, k} : memory::dims{n_, 1});
+    const memory::desc b_md = gemm_b_desc(init, k, n_);
 
     const bool has_c = init.inputs.size() > 2 && init.inputs[2].present() && beta_ != 0.f;
     if (has_c) c_shape_ = init.inputs[2].shape;
@@ -396,12 +402,10 @@ bool gemm_is_matrix_vector(const KernelInit& init, memory::desc* b_desc) {
   const auto& at = init.node.attributes;
   const int64_t m = init.outputs[0].shape[0], n = init.outputs[0].shape[1];
   const int64_t k = shape_numel(init.inputs[0].shape) / std::max<int64_t>(m, 1);
-  const bool tb = at.get_int_or("transB", 0) != 0;
-  *b_desc = memory::desc({k, n}, memory::data_type::f32, tb ? memory::dims{1, k} : memory::dims{n, 1});
+  *b_desc = gemm_b_desc(init, k, n);
   if (at.get_float_or("alpha", 1.f) != 1.f || !matrix_vector_applies(init, m, k, n)) return false;
   if (init.inputs.size() < 3 || !init.inputs[2].present()) return true;
-  const Shape& c = init.inputs[2].shape;
-  return at.get_float_or("beta", 1.f) == 1.f && shape_numel(c) == n && (c.size() == 1 || (c.size() == 2 && c[0] == 1));
+  return at.get_float_or("beta", 1.f) == 1.f && gemm_c_is_row(init.inputs[2].shape, n);
 }
 
 // A Gemm that ember's own product runs: alpha 1, A not transposed, and C absent, or a
@@ -412,15 +416,15 @@ bool gemm_is_packed_product(const KernelInit& init, PackedProduct* p) {
   p->m = init.outputs[0].shape[0];
   p->n = init.outputs[0].shape[1];
   p->k = init.inputs[0].shape[1];
-  const bool tb = at.get_int_or("transB", 0) != 0;
-  p->b = memory::desc({p->k, p->n}, memory::data_type::f32, tb ? memory::dims{1, p->k} : memory::dims{p->n, 1});
+  p->b = gemm_b_desc(init, p->k, p->n);
+  if (!packed_product_applies(init, *p)) return false;
   const float beta = at.get_float_or("beta", 1.f);
   p->bias = init.inputs.size() > 2 && init.inputs[2].present() && beta != 0.f;
   if (p->bias) {
     if (!gemm_c_is_row(init.inputs[2].shape, p->n) || (beta != 1.f && init.values[2] == nullptr)) return false;
     if (beta != 1.f) p->scaled_bias = scaled_row(*init.values[2], beta, p->n);
   }
-  return packed_product_applies(init, *p);
+  return true;
 }
 
 std::unique_ptr<Kernel> make_gemm(KernelInit& init, std::string* why_not) {

@@ -102,11 +102,13 @@ void fast_swish(CpuIsa isa, float alpha, const float* x, float* y, int64_t n) {
   fast_swish_at(isa, alpha, x, y, n, 1, n);
 }
 
-void fast_swish(float alpha, const float* x, float* y, int64_t n) { fast_swish(cpu_isa(), alpha, x, y, n); }
+bool runs_as_fast_swish(const ew::Activation& act) {
+  return (act.is(ew::UnaryFunction::Swish) || act.is(ew::UnaryFunction::QuickGelu)) && act.params.alpha > 0.f;
+}
 
 void activate(const ew::Activation& act, float* y, int64_t n, int64_t rows, int64_t stride) {
   if (act.kind == ew::Activation::Kind::None) return;
-  if ((act.is(ew::UnaryFunction::Swish) || act.is(ew::UnaryFunction::QuickGelu)) && act.params.alpha > 0.f) {
+  if (runs_as_fast_swish(act)) {
     fast_swish_at(cpu_isa(), act.params.alpha, y, y, n, rows, stride);
     return;
   }

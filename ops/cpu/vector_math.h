@@ -50,8 +50,9 @@ void vector_unary(CpuIsa isa, ew::UnaryFunction f, const ew::Params& p, const fl
 // vector to Swish's 26, for GEMM and convolution epilogues: 3 ulp (measured 1.7) where
 // |y| >= 1e-36 / alpha; a smaller result comes out below that in magnitude (no
 // denormal steps kept). Specials: NaN -> NaN, +inf -> +inf, -inf -> a tiny negative.
-void fast_swish(float alpha, const float* x, float* y, int64_t n);
 void fast_swish(CpuIsa isa, float alpha, const float* x, float* y, int64_t n);
+// Whether `act` runs as fast_swish: SiLU or QuickGelu with alpha > 0.
+bool runs_as_fast_swish(const ew::Activation& act);
 
 // y[i] = act(y[i]) for i < n, on `rows` rows `stride` apart, on the calling thread:
 // fast_swish for SiLU and QuickGelu (alpha > 0), vector_unary where the function has a
