@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
 
 namespace ember {
@@ -42,7 +43,7 @@ double exp_shifted(const double* x, const double* m, double* y, int64_t n) {
 }
 
 template <class T>
-T row_max(const T* x, int64_t n) {
+T row_max(const T* x, int64_t n) {  // double's; float's is vector_math's
   constexpr int kLanes = 16;  // independent maxima so the loop vectorizes
   T lanes[kLanes];
   std::fill(lanes, lanes + kLanes, -std::numeric_limits<T>::infinity());
@@ -54,6 +55,7 @@ T row_max(const T* x, int64_t n) {
   for (; i < n; ++i) m = std::max(m, x[i]);
   return m;
 }
+inline float row_max(const float* x, int64_t n) { return max_value(x, n); }
 
 template <class T, Mode kMode>
 void normalize_row(const T* x, T* y, int64_t n) {
@@ -61,6 +63,10 @@ void normalize_row(const T* x, T* y, int64_t n) {
     const int64_t at = std::max_element(x, x + n) - x;  // first of equal maxima
     std::fill(y, y + n, T(0));
     y[at] = T(1);
+  } else if constexpr (kMode == Mode::Softmax && std::is_same_v<T, float>) {
+    // All three passes at the CPU's level: compiled here, the max and scale loops were
+    // baseline SSE2 (one attention softmax of 12 x 128 x 128, 1 thread: 0.207 -> 0.196 ms).
+    softmax_row(x, y, n);
   } else {
     const T m = row_max(x, n);
     const T sum = exp_shifted<true>(x, &m, y, n);

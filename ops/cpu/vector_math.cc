@@ -16,6 +16,8 @@ namespace ember {
              int64_t stride);                                                                         \
   float exp_shifted_sum(const float* x, const float* shift, int64_t shift_step, float* y, int64_t n);  \
   void fast_swish(float alpha, const float* x, float* y, int64_t n, int64_t rows, int64_t stride);     \
+  float max_value(const float* x, int64_t n);                                                          \
+  void softmax_row(const float* x, float* y, int64_t n);                                               \
   }
 EMBER_VM_DECLARE(scalar)
 EMBER_VM_DECLARE(avx2)
@@ -127,5 +129,25 @@ float exp_shifted_sum(const float* x, const float* shift, int64_t shift_step, fl
   }
   return vecmath::scalar::exp_shifted_sum(x, shift, shift_step, y, n);
 }
+
+float max_value(CpuIsa isa, const float* x, int64_t n) {
+  switch (isa) {
+    case CpuIsa::Avx512: return vecmath::avx512::max_value(x, n);
+    case CpuIsa::Avx2: return vecmath::avx2::max_value(x, n);
+    case CpuIsa::Scalar: break;
+  }
+  return vecmath::scalar::max_value(x, n);
+}
+float max_value(const float* x, int64_t n) { return max_value(cpu_isa(), x, n); }
+
+void softmax_row(CpuIsa isa, const float* x, float* y, int64_t n) {
+  switch (isa) {
+    case CpuIsa::Avx512: return vecmath::avx512::softmax_row(x, y, n);
+    case CpuIsa::Avx2: return vecmath::avx2::softmax_row(x, y, n);
+    case CpuIsa::Scalar: break;
+  }
+  vecmath::scalar::softmax_row(x, y, n);
+}
+void softmax_row(const float* x, float* y, int64_t n) { softmax_row(cpu_isa(), x, y, n); }
 
 }  // namespace ember

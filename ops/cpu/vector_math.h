@@ -65,4 +65,14 @@ void activate(const ew::Activation& act, float* y, int64_t n, int64_t rows = 1, 
 // the sum of the y[i]. Softmax's inner loop.
 float exp_shifted_sum(const float* x, const float* shift, int64_t shift_step, float* y, int64_t n);
 
+// The largest x[i], i < n (-inf for n = 0). A NaN may be passed over: in a softmax it
+// reaches every result through exp all the same.
+float max_value(const float* x, int64_t n);
+float max_value(CpuIsa isa, const float* x, int64_t n);
+
+// y[i] = exp(x[i] - m) / sum_j exp(x[j] - m), m = max_value(x, n), for i < n (y may be
+// x): Softmax's row, its three passes at the CPU's level while the row is in L1.
+void softmax_row(const float* x, float* y, int64_t n);
+void softmax_row(CpuIsa isa, const float* x, float* y, int64_t n);
+
 }  // namespace ember

@@ -29,6 +29,7 @@ inline V operator-(V a, V b) { return {_mm256_sub_ps(a.v, b.v)}; }
 inline V operator*(V a, V b) { return {_mm256_mul_ps(a.v, b.v)}; }
 inline V operator/(V a, V b) { return {_mm256_div_ps(a.v, b.v)}; }
 inline V fma(V a, V b, V c) { return {_mm256_fmadd_ps(a.v, b.v, c.v)}; }
+inline V max(V a, V b) { return {_mm256_max_ps(a.v, b.v)}; }  // b where either is NaN
 inline V::Mask operator<(V a, V b) { return {_mm256_cmp_ps(a.v, b.v, _CMP_LT_OQ)}; }
 inline V::Mask operator>=(V a, V b) { return {_mm256_cmp_ps(a.v, b.v, _CMP_GE_OQ)}; }
 inline V::Mask operator==(V a, V b) { return {_mm256_cmp_ps(a.v, b.v, _CMP_EQ_OQ)}; }

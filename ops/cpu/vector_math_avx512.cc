@@ -34,6 +34,7 @@ inline V operator-(V a, V b) { return {_mm512_sub_ps(a.v, b.v)}; }
 inline V operator*(V a, V b) { return {_mm512_mul_ps(a.v, b.v)}; }
 inline V operator/(V a, V b) { return {_mm512_div_ps(a.v, b.v)}; }
 inline V fma(V a, V b, V c) { return {_mm512_fmadd_ps(a.v, b.v, c.v)}; }
+inline V max(V a, V b) { return {_mm512_max_ps(a.v, b.v)}; }  // b where either is NaN
 inline V::Mask operator<(V a, V b) { return {_mm512_cmp_ps_mask(a.v, b.v, _CMP_LT_OQ)}; }
 inline V::Mask operator>=(V a, V b) { return {_mm512_cmp_ps_mask(a.v, b.v, _CMP_GE_OQ)}; }
 inline V::Mask operator==(V a, V b) { return {_mm512_cmp_ps_mask(a.v, b.v, _CMP_EQ_OQ)}; }

@@ -1,7 +1,7 @@
 // The algorithms of ops/cpu/vector_math.h, written once over a SIMD wrapper. Each
 // ops/cpu/vector_math_<isa>.cc defines, in namespace ember::vecmath::EMBER_VM_ISA, a
 // vector type V (V::kWidth lanes, a mask type V::Mask) with arithmetic operators and
-// comparisons, and splat, load, store, load_partial, store_partial, fma, abs,
+// comparisons, and splat, load, store, load_partial, store_partial, fma, max, abs,
 // copysign, clamp (NaN passes through), select, is_nan, scale_pow2 (p * 2^n for an
 // integral n in [-150, 128]) and split_exponent; then includes this header. The
 // namespace keeps every level's inline code apart, so the linker can never hand
@@ -233,6 +233,24 @@ float exp_shifted_sum(const float* x, const float* shift, int64_t shift_step, fl
     acc = acc + e;
   }
   return reduce_add(acc);
+}
+
+float max_value(const float* x, int64_t n) {
+  V best = splat(-__builtin_inff());
+  int64_t i = 0;
+  for (; i + V::kWidth <= n; i += V::kWidth) best = max(load(x + i), best);
+  float lanes[V::kWidth];
+  store(lanes, best);
+  float m = lanes[0];
+  for (int k = 1; k < V::kWidth; ++k) m = lanes[k] > m ? lanes[k] : m;
+  for (; i < n; ++i) m = x[i] > m ? x[i] : m;
+  return m;
+}
+
+void softmax_row(const float* x, float* y, int64_t n) {
+  const float m = max_value(x, n);
+  const V scale = splat(1.f / exp_shifted_sum(x, &m, 0, y, n));
+  map(y, y, n, 1, 0, [scale](V v) { return v * scale; });
 }
 
 }  // namespace ember::vecmath::EMBER_VM_ISA

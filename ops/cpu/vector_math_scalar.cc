@@ -26,6 +26,7 @@ inline V operator-(V a, V b) { return {a.v - b.v}; }
 inline V operator*(V a, V b) { return {a.v * b.v}; }
 inline V operator/(V a, V b) { return {a.v / b.v}; }
 inline V fma(V a, V b, V c) { return {std::fma(a.v, b.v, c.v)}; }
+inline V max(V a, V b) { return {a.v > b.v ? a.v : b.v}; }  // b where either is NaN, as maxps
 inline bool operator<(V a, V b) { return a.v < b.v; }
 inline bool operator>=(V a, V b) { return a.v >= b.v; }
 inline bool operator==(V a, V b) { return a.v == b.v; }

@@ -133,7 +133,9 @@ TEST(PackedGemm, PanelsDescriptorIsTheLayoutTheKernelReads) {
       const float* got = static_cast<const float*>(dst.get_data_handle());
       for (size_t i = 0; i < want.size(); ++i) {
         const int64_t column = static_cast<int64_t>(i / (k * kPanelColumns) * kPanelColumns + i % kPanelColumns);
-        if (column < n) ASSERT_EQ(got[i], want[i]) << k << " x " << n << " at " << i;  // not the padding
+        if (column < n) {  // not the padding
+          ASSERT_EQ(got[i], want[i]) << k << " x " << n << " at " << i;
+        }
       }
     }
   }
