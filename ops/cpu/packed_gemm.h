@@ -31,8 +31,14 @@ struct BlockStore {
   const float* bias = nullptr;
   float lo = -__builtin_inff(), hi = __builtin_inff();
 };
+// Lines of 16 floats from `from` on (another panel's), prefetched into L1 one at a time
+// at even steps through the block's depth.
+struct Prefetch {
+  const float* from = nullptr;
+  int64_t lines = 0;
+};
 void multiply_block_16(const float* v, int64_t v_stride, const float* u, int64_t depth, float* m, int64_t m_stride,
-                       const BlockStore& store = {});
+                       const BlockStore& store = {}, const Prefetch& prefetch = {});
 // The same for a panel of 8 columns (u[d * 8 + j]), plain sums.
 void multiply_block_8(const float* v, int64_t v_stride, const float* u, int64_t depth, float* m, int64_t m_stride);
 
@@ -65,6 +71,14 @@ class PackedGemm {
   // ConvNeXt at batch 8 (A up to 9.6 MB) the kernel ran 6% slower than oneDNN's without
   // chunks and 4% faster in chunks of 2 MB; BERT at batch 8 in chunks of 1 MB: even.
   static constexpr int64_t kChunkBytes = int64_t{2} << 20;
+
+  // Chunks of at most this many register blocks (M <= 96) spread the next panel's
+  // prefetches through each block's depth (see multiply_panel). Sessions planned both
+  // ways in one process (tools/ab.py, 2 threads, medians), the burst -> spread: BERT-base
+  // at sequence 16 50.0 -> 39.3 ms, 32 67.7 -> 60.8, 48 79.0 -> 72.6, 64 100.6 -> 95.5
+  // (96: 2% faster, 128: even; ViT's 197 rows 1-3% slower); GPT-2 at sequence 8 65.2 ->
+  // 46.5, at 16 75.9 -> 59.3; the Llama-style builder at 16 20.3 -> 18.0.
+  static constexpr int64_t kSpreadBlocks = 16;
 
   // Whether a product of depth k runs faster here than on oneDNN's matmul: K of 256 or
   // more, whatever M.

@@ -70,8 +70,13 @@ void check_product(const Product& p, bool with_bias, const ActivationCase& a) {
 }
 
 TEST(PackedGemm, MatchesAPlainProductOnOddShapes) {
+  // Up to kSpreadBlocks blocks (M <= 96) each block prefetches its share of the next
+  // panel in segments of its depth: 16 x 301 leaves a depth no share divides, and 96 and
+  // 100 rows sit either side of the rule.
+  static_assert(PackedGemm::kSpreadBlocks * kBlockRows == 96);
   for (const Product& p : {Product{1, 1, 1, 1}, {5, 3, 7, 7}, {6, 16, 16, 16}, {7, 33, 17, 20}, {13, 300, 40, 40},
-                           {64, 129, 48, 48}, {20, 8, 100, 101}})
+                           {16, 301, 64, 64}, {96, 257, 48, 50}, {100, 257, 48, 48}, {64, 129, 48, 48},
+                           {20, 8, 100, 101}})
     for (bool with_bias : {false, true}) check_product(p, with_bias, {"", {}});
 }
 
