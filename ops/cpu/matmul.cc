@@ -241,8 +241,9 @@ struct PackedProduct {
 // rather than oneDNN's: float32 math on an AVX2 CPU without AVX-512 (where oneDNN 2.6's
 // matmul is its GEMM fallback; on AVX-512 its kernels are unmeasured against ember's),
 // a constant B, a product with something in it, and a depth it runs faster at (K below
-// 256 runs on oneDNN, with a packed form of B of its own; a weight's depth is the same
-// in every plan, so each weight has one form or the other, never both).
+// 256 runs on oneDNN, with a packed form of B of its own, and single rows of it on the
+// matrix-vector kernel; a weight's depth is the same in every plan, so a weight of 256
+// or more has the panels alone, whatever the rows).
 // EMBER_CPU_GEMM=onednn, read as each plan is made, leaves every product to oneDNN: to
 // compare the two in one process (tools/ab.py) or to work around the own kernel.
 bool packed_product_applies(const KernelInit& init, const PackedProduct& p) {
@@ -305,10 +306,11 @@ std::unique_ptr<Kernel> make_matmul(KernelInit& init, std::string* why_not) {
     *why_not = "oneDNN matmul supports rank 12 at most";
     return nullptr;
   }
-  memory::desc b_desc;
-  if (matmul_is_matrix_vector(init, &b_desc)) return make_matrix_vector_kernel(init, b_desc, why_not);
+  // The own product first: it runs single rows too, so its weights keep one packed form.
   if (PackedProduct product; !bf16 && matmul_is_packed_product(init, &product))
     return with_fused_activation<PackedMatMulKernel>(init, why_not, std::move(product));
+  memory::desc b_desc;
+  if (matmul_is_matrix_vector(init, &b_desc)) return make_matrix_vector_kernel(init, b_desc, why_not);
   return with_fused_activation<MatMulKernel>(init, why_not);
 }
 
@@ -429,10 +431,10 @@ bool gemm_is_packed_product(const KernelInit& init, PackedProduct* p) {
 
 std::unique_ptr<Kernel> make_gemm(KernelInit& init, std::string* why_not) {
   if (!float_inputs(init, why_not)) return nullptr;
+  if (PackedProduct product; gemm_is_packed_product(init, &product))  // first, as for MatMul
+    return with_fused_activation<PackedMatMulKernel>(init, why_not, std::move(product));
   memory::desc b_desc;
   if (gemm_is_matrix_vector(init, &b_desc)) return make_matrix_vector_kernel(init, b_desc, why_not);
-  if (PackedProduct product; gemm_is_packed_product(init, &product))
-    return with_fused_activation<PackedMatMulKernel>(init, why_not, std::move(product));
   return with_fused_activation<GemmKernel>(init, why_not);
 }
 

@@ -2,7 +2,9 @@
 // classifier head at batch 1 (Gemm 1280 -> 1000), squeeze-excite's 1x1 convolutions
 // on a 1x1 image, a decoder's projections for one token. Such a product reads every
 // weight once and does two operations per weight, so it runs at the speed the weights
-// come from memory. MatMul, Gemm and Conv hand it these shapes instead of oneDNN.
+// come from memory. MatMul, Gemm and Conv hand it these shapes instead of oneDNN (but
+// on AVX2 a MatMul or Gemm weight of depth 256 or more runs ember's own product, whose
+// panels serve a single row as fast and leave the weight one packed form).
 #pragma once
 
 #include "ops/kernel.h"

@@ -76,12 +76,15 @@ TEST(PackedGemm, MatchesAPlainProductOnOddShapes) {
   static_assert(PackedGemm::kSpreadBlocks * kBlockRows == 96);
   for (const Product& p : {Product{1, 1, 1, 1}, {5, 3, 7, 7}, {6, 16, 16, 16}, {7, 33, 17, 20}, {13, 300, 40, 40},
                            {16, 301, 64, 64}, {96, 257, 48, 50}, {100, 257, 48, 48}, {64, 129, 48, 48},
-                           {20, 8, 100, 101}})
+                           {20, 8, 100, 101}, {1, 301, 37, 40}, {1, 2, 16, 16}})
     for (bool with_bias : {false, true}) check_product(p, with_bias, {"", {}});
 }
 
 TEST(PackedGemm, AppliesEveryFusedActivation) {
-  for (const ActivationCase& a : all_activations()) check_product({13, 70, 40, 40}, true, a);
+  for (const ActivationCase& a : all_activations()) {
+    check_product({13, 70, 40, 40}, true, a);
+    check_product({1, 70, 40, 40}, true, a);  // a single row: its own kernel, the same stores
+  }
 }
 
 TEST(PackedGemm, SplitsThePanelsBetweenThreads) {
@@ -166,9 +169,11 @@ TEST(PackedGemm, RunsMatMulAndGemmOnConstantWeightsOnAvx2) {
   const Tensor a = random_floats({2, 7, 256}, 7), b = random_floats({256, 17}, 8), row = random_floats({1, 256}, 9);
   EXPECT_EQ(variant_of(make_node("MatMul", 2), {&a, &b}), own);
   EXPECT_NE(variant_of(make_node("MatMul", 2), {&a, &b}, DenseMath::Float32, false), own) << "B unknown at plan time";
-  EXPECT_NE(variant_of(make_node("MatMul", 2), {&row, &b}), own) << "one row: the matrix-vector kernel";
+  EXPECT_EQ(variant_of(make_node("MatMul", 2), {&row, &b}), own) << "one row: the same panels, one form a weight";
   const Tensor shallow_a = random_floats({7, 255}, 7), shallow_b = random_floats({255, 17}, 8);
   EXPECT_NE(variant_of(make_node("MatMul", 2), {&shallow_a, &shallow_b}), own) << "K below 256: oneDNN's";
+  const Tensor shallow_row = random_floats({1, 255}, 9);
+  EXPECT_EQ(variant_of(make_node("MatMul", 2), {&shallow_row, &shallow_b}), "matrix-vector") << "one row below 256";
   const Tensor large_a = random_floats({1025, 512}, 17), narrow_b = random_floats({512, 16}, 18);
   EXPECT_EQ(variant_of(make_node("MatMul", 2), {&large_a, &narrow_b}), own) << "A past 2 MiB: in chunks of rows";
   setenv("EMBER_CPU_GEMM", "onednn", 1);
