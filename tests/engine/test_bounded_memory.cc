@@ -4,6 +4,7 @@
 #include "core/src/host_memory.h"
 #include "engine/src/plan_cache.h"
 #include "loader/helpers.h"  // new_model, add_input, add_node, float_tensor
+#include "ops/cpu/vector_math.h"  // cpu_isa
 #include "ops/packed_weights.h"
 
 #include <ember/ember.h>
@@ -205,23 +206,33 @@ TEST(BoundedMemory, WeightsAreHeldOncePackedNotOncePerShape) {
   check_shapes({1, 16, 33, 64, 150, 300});
   EXPECT_EQ(bytes_for(session.memory_report(), "packed weights"), weight_bytes);
   EXPECT_EQ(session.memory_report().plans, 7u);
+  if (cpu_isa() == CpuIsa::Avx2) {  // a single row (a decoder's step) reads the same panels
+    const Tensor one_row = random_input(1, 1, 3);
+    expect_near(run(session, one_row)[0], run(as_read, one_row)[0], 1e-4f);
+    EXPECT_EQ(bytes_for(session.memory_report(), "packed weights"), weight_bytes) << "one row made a form of its own";
+  }
   EXPECT_EQ(bytes_for(as_read.memory_report(), "weights"), weight_bytes);
 }
 
 // A weight given back once packed into ember's own GEMM panels (ops/cpu/packed_gemm.h),
-// later read by a plan of one row (the matrix-vector kernel's form): that form is made
-// from the panels by a oneDNN reorder of their descriptor, and must read them right.
+// later read by a plan whose products run on oneDNN (EMBER_CPU_GEMM=onednn, read per
+// plan): oneDNN's form is made from the panels by a reorder of their descriptor, and
+// must read them right.
 TEST(BoundedMemory, AWeightGivenBackAsGemmPanelsRepacksForAnotherKernel) {
+  if (cpu_isa() != CpuIsa::Avx2) GTEST_SKIP() << "ember's own product runs on AVX2 CPUs without AVX-512 only";
   const std::string model = write_mlp_model();
   Session session(model, {.num_threads = 1});
   Session as_read(model, {.num_threads = 1, .optimization = GraphOptimization::None});
   run(session, random_input(2, 16, 1));
   ASSERT_EQ(bytes_for(session.memory_report(), "weights"), 0u) << "the originals were not given back";
-  const Tensor one_row = random_input(1, 1, 2);
+  const Tensor other = random_input(2, 9, 2);
+  setenv("EMBER_CPU_GEMM", "onednn", 1);
+  const std::vector<Tensor> got = run(session, other);
+  unsetenv("EMBER_CPU_GEMM");
   // Tolerance: float32 sums of 2048 products of unit-scale terms, in different orders.
-  expect_near(run(session, one_row)[0], run(as_read, one_row)[0], 1e-4f);
+  expect_near(got[0], run(as_read, other)[0], 1e-4f);
   EXPECT_GT(bytes_for(session.memory_report(), "packed weights"), 2 * kWidth * kHidden * sizeof(float))
-      << "the one-row plan made no form of its own: this test reads no repacked panels";
+      << "the oneDNN plan made no form of its own: this test reads no repacked panels";
 }
 
 // A GPU kernel's packed form (NhwcConv's KRSC filter) lives on its device: the report
@@ -314,8 +325,13 @@ TEST(BoundedMemory, EvictedPlansGiveBackTheirArenasAndLaterRunsStayCorrect) {
 
 // A batch first: its weights are packed for oneDNN and the originals given back. A
 // single row then needs them as rows (ops/cpu/matrix_vector.h), made from that packed
-// form. (Making a form while holding the packed-weight cache's lock hung here.)
+// form. (Making a form while holding the packed-weight cache's lock hung here.) On AVX2
+// both would run on ember's own panels, so oneDNN is asked for (EMBER_CPU_GEMM).
 TEST(BoundedMemory, ASingleRowAfterABatchIsPackedFromTheGivenBackWeights) {
+  struct OneDnnProducts {
+    OneDnnProducts() { setenv("EMBER_CPU_GEMM", "onednn", 1); }
+    ~OneDnnProducts() { unsetenv("EMBER_CPU_GEMM"); }
+  } onednn;
   const std::string model = write_mlp_model();
   Session session(model, {.num_threads = 1});
   Session reference(model, {.num_threads = 1, .optimization = GraphOptimization::None});
@@ -335,7 +351,8 @@ TEST(BoundedMemory, ASingleRowAfterABatchIsPackedFromTheGivenBackWeights) {
 // plans' arenas given back. The reference is the process after the largest shape and
 // enough others to fill the plan cache and oneDNN's primitive cache (each cached plan
 // holds its kernels' JIT code), and one single row, whose products keep their weights
-// in a form of their own (ops/cpu/matrix_vector.h), made once.
+// in a form of their own where they run on the matrix-vector kernel (not on AVX2),
+// made once.
 TEST(BoundedMemory, AThousandShapesStayWithinTheMemoryOfTheLargest) {
   const std::string model = write_mlp_model();
   {
@@ -348,8 +365,8 @@ TEST(BoundedMemory, AThousandShapesStayWithinTheMemoryOfTheLargest) {
   malloc_trim(0);  // what earlier tests and that session freed must not count as this session's
   const int64_t before = resident_bytes();
   Session session(model, {.num_threads = 1, .plan_cache_max_plans = 8});
-  // One row and the most: every kernel's packed form of the weights (one row on the
-  // matrix-vector kernel), made once, before the walk.
+  // One row and the most: every kernel's packed form of the weights, made once, before
+  // the walk.
   run(session, random_input(1, 1, 5));
   for (int64_t s = 500; s > 460; --s) run(session, random_input(2, s, 5));
   const int64_t warm = resident_bytes() - before;

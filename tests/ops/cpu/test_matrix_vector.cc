@@ -2,7 +2,9 @@
 // Conv and NhwcConv hand it over, against a plain double-precision loop: row counts
 // that are not a multiple of the kernel's 4, lengths that are not a multiple of its 8
 // lanes, biases, every fused activation, and two threads. The same nodes with the
-// weights unknown at plan time take oneDNN's path, and must agree with the loop too.
+// weights unknown at plan time take oneDNN's path, and must agree with the loop too. On
+// AVX2, MatMul and Gemm of depth 256 and more (960, 1280 here) run ember's own product's
+// single-row kernel instead (ops/cpu/packed_gemm.h), held to the same checks.
 #include "test_conv_util.h"
 
 namespace ember::test {
