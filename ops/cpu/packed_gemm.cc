@@ -75,10 +75,11 @@ namespace {
 // stores a row. A single row (a decoder's token) waits on the panels coming from memory;
 // four sums, even and odd steps apart, keep its multiplies off each other's latency, so
 // the stream alone sets the pace, and the hardware's prefetcher follows the one stream
-// best. Sessions planned both ways, runs interleaved (tools/ab.py, 2 threads, medians):
-// the 6-row block (its rows zeros but one) ran GPT-2 and BERT at one token 1-11% slower
-// than the matrix-vector kernel (ops/cpu/matrix_vector.h); this row, with the next panel
-// prefetched as the block does, 4-11% slower; without, 1.5% and 12% faster.
+// best. Sessions planned both ways, runs interleaved (tools/ab.py, 2 threads, medians),
+// against the matrix-vector kernel (ops/cpu/matrix_vector.h) at one token: the 6-row
+// block (its rows zeros but one) ran GPT-2 and BERT 1-11% slower; this row with the next
+// panel prefetched as the block does, 4-11% slower; this row as it is, faster: BERT
+// 25.0 -> 22.1 ms, GPT-2 37.5 -> 32.7, the Llama-style builder 13.4 -> 10.0.
 void multiply_row_16(const float* v, const float* u, int64_t depth, float* m, const BlockStore& store) {
   __m256 even0 = _mm256_setzero_ps(), even1 = even0, odd0 = even0, odd1 = even0;
   int64_t d = 0;
@@ -182,19 +183,19 @@ void PackedGemm::multiply_panel(const Operands& x, int64_t p, bool prefetch_next
   const int64_t lines_per_block = (next_lines + blocks - 1) / blocks;
   const bool spread = blocks <= kSpreadBlocks;
   for (int64_t b = first; b < last; ++b) {
+    float* out = x.c + b * kBlockRows * ldc_ + col0;
+    if (m_ == 1) {  // no software prefetch: see multiply_row_16
+      float row[kPanelColumns];
+      multiply_row_16(x.a, panel, k_, cols == kPanelColumns ? out : row, store);
+      if (cols < kPanelColumns) std::copy(row, row + cols, out);
+      continue;
+    }
     const int64_t line0 = std::min(next_lines, (b - first) * lines_per_block);
     const Prefetch share{next + line0 * kPanelColumns, std::min(next_lines, line0 + lines_per_block) - line0};
     if (!spread)
       for (int64_t line = 0; line < share.lines; ++line)
         _mm_prefetch(reinterpret_cast<const char*>(share.from + line * kPanelColumns), _MM_HINT_T0);
     const Prefetch in_block = spread ? share : Prefetch{};
-    float* out = x.c + b * kBlockRows * ldc_ + col0;
-    if (m_ == 1) {
-      float row[kPanelColumns];
-      multiply_row_16(x.a, panel, k_, cols == kPanelColumns ? out : row, store);
-      if (cols < kPanelColumns) std::copy(row, row + cols, out);
-      continue;
-    }
     const float* rows = b < whole ? x.a + b * kBlockRows * k_ : x.tail;
     if (b < whole && cols == kPanelColumns) {
       multiply_block_16(rows, k_, panel, k_, out, ldc_, store, in_block);
