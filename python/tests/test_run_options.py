@@ -1,4 +1,5 @@
 """Per-run options: timeout, cancel token, profile; the session's log callback."""
+import gc
 import json
 import sys
 import threading
@@ -90,3 +91,29 @@ def test_log_callback_that_raises_does_not_fail_the_run(default_model, monkeypat
     session = ember.Session(path, log_level="debug", log=broken)
     assert session.run(None, {"input": x})[0].shape == (1, 10)
     assert seen and all(isinstance(e, ValueError) for e in seen)
+
+
+def test_log_callback_that_reaches_its_session_lets_both_be_collected(default_model):
+    """A service object holding a session whose log is one of its methods is a cycle
+    through the Session: the garbage collector must see it and free both (before, each
+    such service dropped kept its whole session alive)."""
+    path, x = default_model
+    finalized = []
+
+    class Service:
+        def __init__(self):
+            self.lines = []
+            self.session = ember.Session(path, log_level="debug", log=self.on_log)
+
+        def on_log(self, level, line):
+            self.lines.append(line)
+
+        def __del__(self):
+            finalized.append(True)
+
+    service = Service()
+    assert service.session.run(None, {"input": x})[0].shape == (1, 10) and service.lines
+    del service
+    gc.collect()
+    assert finalized, "the service and its session were not collected"
+
