@@ -138,13 +138,13 @@ PackedGemm::PackedGemm(int64_t m, int64_t k, int64_t n, int64_t ldc, const ew::A
 bool PackedGemm::runs_faster(int64_t k) { return k >= 256; }
 
 size_t PackedGemm::workspace_bytes() const {
-  return m_ > 1 && m_ % kBlockRows ? static_cast<size_t>(kBlockRows * k_) * sizeof(float) : 0;
+  return copies_tail() ? static_cast<size_t>(kBlockRows * k_) * sizeof(float) : 0;
 }
 
 void PackedGemm::run(const float* a, const float* panels, const float* bias, float* c, void* workspace) const {
   const int64_t whole = m_ / kBlockRows;
   float* tail = static_cast<float*>(workspace);
-  if (m_ > 1 && m_ > whole * kBlockRows) {
+  if (copies_tail()) {
     const int64_t rows = m_ - whole * kBlockRows;
     std::memcpy(tail, a + whole * kBlockRows * k_, static_cast<size_t>(rows * k_) * sizeof(float));
     std::fill(tail + rows * k_, tail + kBlockRows * k_, 0.f);

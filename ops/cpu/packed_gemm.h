@@ -84,7 +84,7 @@ class PackedGemm {
   // more, whatever M.
   static bool runs_faster(int64_t k);
 
-  // A's last M % 6 rows, copied into a whole register block.
+  // A's last M % 6 rows, copied into a whole register block (none for a single row).
   size_t workspace_bytes() const;
   void run(const float* a, const float* panels, const float* bias, float* c, void* workspace) const;
 
@@ -94,6 +94,9 @@ class PackedGemm {
     float* c;
   };
   void multiply_panel(const Operands& x, int64_t p, bool prefetch_next, int64_t first, int64_t last) const;
+  // Whether A's last rows go to a whole block in the workspace: M not a multiple of 6,
+  // and more than the one row the row kernel reads in place.
+  bool copies_tail() const { return m_ > 1 && m_ % kBlockRows != 0; }
 
   int64_t m_ = 0, k_ = 0, n_ = 0, ldc_ = 0, panels_ = 0;
   ew::Activation act_;
