@@ -214,6 +214,12 @@ TEST(BoundedMemory, WeightsAreHeldOncePackedNotOncePerShape) {
   EXPECT_EQ(bytes_for(as_read.memory_report(), "weights"), weight_bytes);
 }
 
+// Plans made while it lives send every CPU product to oneDNN (EMBER_CPU_GEMM, read per plan).
+struct OneDnnProducts {
+  OneDnnProducts() { setenv("EMBER_CPU_GEMM", "onednn", 1); }
+  ~OneDnnProducts() { unsetenv("EMBER_CPU_GEMM"); }
+};
+
 // A weight given back once packed into ember's own GEMM panels (ops/cpu/packed_gemm.h),
 // later read by a plan whose products run on oneDNN (EMBER_CPU_GEMM=onednn, read per
 // plan): oneDNN's form is made from the panels by a reorder of their descriptor, and
@@ -226,9 +232,10 @@ TEST(BoundedMemory, AWeightGivenBackAsGemmPanelsRepacksForAnotherKernel) {
   run(session, random_input(2, 16, 1));
   ASSERT_EQ(bytes_for(session.memory_report(), "weights"), 0u) << "the originals were not given back";
   const Tensor other = random_input(2, 9, 2);
-  setenv("EMBER_CPU_GEMM", "onednn", 1);
-  const std::vector<Tensor> got = run(session, other);
-  unsetenv("EMBER_CPU_GEMM");
+  const std::vector<Tensor> got = [&] {
+    const OneDnnProducts onednn;
+    return run(session, other);
+  }();
   // Tolerance: float32 sums of 2048 products of unit-scale terms, in different orders.
   expect_near(got[0], run(as_read, other)[0], 1e-4f);
   EXPECT_GT(bytes_for(session.memory_report(), "packed weights"), 2 * kWidth * kHidden * sizeof(float))
@@ -328,10 +335,7 @@ TEST(BoundedMemory, EvictedPlansGiveBackTheirArenasAndLaterRunsStayCorrect) {
 // form. (Making a form while holding the packed-weight cache's lock hung here.) On AVX2
 // both would run on ember's own panels, so oneDNN is asked for (EMBER_CPU_GEMM).
 TEST(BoundedMemory, ASingleRowAfterABatchIsPackedFromTheGivenBackWeights) {
-  struct OneDnnProducts {
-    OneDnnProducts() { setenv("EMBER_CPU_GEMM", "onednn", 1); }
-    ~OneDnnProducts() { unsetenv("EMBER_CPU_GEMM"); }
-  } onednn;
+  const OneDnnProducts onednn;
   const std::string model = write_mlp_model();
   Session session(model, {.num_threads = 1});
   Session reference(model, {.num_threads = 1, .optimization = GraphOptimization::None});
