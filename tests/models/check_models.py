@@ -45,7 +45,7 @@ TRANSFORMER_TOLERANCE = 2e-4
 # Silero VAD's output is a probability near 0 (4e-4 on the batch-1 case), so the
 # per-element metric is a plain relative error there: ONNX Runtime unoptimized is
 # 1.5e-4 off ONNX Runtime optimized on it, ember 1.1e-4.
-MODEL_TOLERANCE = {"llama": 5e-4, "silero_vad": 5e-4}
+MODEL_TOLERANCE = {"llama": 5e-4, "llama_kv": 5e-4, "silero_vad": 5e-4}
 # On a GPU (float32, TF32 off) summation orders differ from the CPU's far more (cuBLAS
 # and cuDNN split K their own way): the bound is 1e-3.
 GPU_TOLERANCE = 1e-3
@@ -59,7 +59,7 @@ FP16_TOLERANCE = 1e-2
 # --device cuda converting every op as fp16 does), judged the same way.
 BF16_TOLERANCE = 5e-2
 SCALE_METRIC = False  # set by --precision fp16 or bf16
-TRANSFORMERS = ("bert", "gpt2", "llama", "vit")
+TRANSFORMERS = ("bert", "gpt2", "llama", "llama_kv", "vit")
 FLOOR_FRACTION = 1e-2
 THREADS = 2
 SEED = 1234
@@ -70,9 +70,12 @@ SEED = 1234
 IMAGE_CASES = [(1, None), (2, None)]
 TEXT_CASES = [(1, 128), (2, 128), (1, 37), (2, 37)]
 DECODER_CASES = TEXT_CASES + [(1, 1)]
+# A generation step with past key/values: (batch, tokens already cached), one new token;
+# an empty cache (the first step) included, and batch 2 pads its second row on the left.
+GENERATION_CASES = [(1, 37), (2, 128), (1, 0)]
 MODELS = {"default": IMAGE_CASES, "resnet50": IMAGE_CASES, "mobilenetv2": IMAGE_CASES, "mobilenetv3": IMAGE_CASES,
           "convnext": IMAGE_CASES, "efficientnet": IMAGE_CASES, "vit": IMAGE_CASES,
-          "bert": TEXT_CASES, "gpt2": DECODER_CASES, "llama": DECODER_CASES,
+          "bert": TEXT_CASES, "gpt2": DECODER_CASES, "llama": DECODER_CASES, "llama_kv": GENERATION_CASES,
           # samples per window: 512 at 16 kHz, 256 at 8 kHz (the other branch of its If)
           "silero_vad": [(1, 512), (2, 512), (1, 256)]}
 INFER_TIMEOUT_S = 300
@@ -216,8 +219,8 @@ def model_cases(name, work):
     module.build(path)
     for batch, seq in MODELS[name]:
         rng = np.random.default_rng(SEED + 7919 * batch + (seq or 0))
-        label = f"{name} batch {batch}" + (f" seq {seq}" if seq else "")
-        case_dir = os.path.join(work, "cases", f"{name}_b{batch}" + (f"_s{seq}" if seq else ""))
+        label = f"{name} batch {batch}" + (f" seq {seq}" if seq is not None else "")
+        case_dir = os.path.join(work, "cases", f"{name}_b{batch}" + (f"_s{seq}" if seq is not None else ""))
         yield label, path, module.make_inputs(batch, seq, rng), case_dir
     if name == "default":  # the committed model and input the README's command runs
         folder = os.path.join(REPO, "models", "default")
