@@ -35,6 +35,7 @@ struct PlannedValue {
 };
 
 struct Plan;
+struct NodeDecision;  // engine/src/node_decisions.h
 
 struct PlannedStep {
   std::string node_label;  // "Conv 'conv1'" or "copy 'x' cpu->cuda:0"
@@ -42,7 +43,7 @@ struct PlannedStep {
   std::string op_type;
   std::string kernel;      // what runs it, for --explain
   Device device;
-  std::unique_ptr<Kernel> kernel_impl;
+  std::shared_ptr<const Kernel> kernel_impl;  // shared with later plans (NodeDecisions)
   std::vector<int> inputs;   // value ids; -1 for an absent optional input
   std::vector<int> outputs;  // value ids; -1 for an unused optional output
   size_t workspace_offset = 0;  // in the arena of `device`
@@ -72,7 +73,10 @@ struct Plan {
   std::vector<int> input_values;    // value id per graph input
   std::vector<int> output_values;   // value id per graph output
   std::vector<std::pair<Device, size_t>> arena_bytes;  // per device
-  std::vector<std::unique_ptr<Tensor>> folded;  // values computed at plan time
+  std::vector<std::shared_ptr<const Tensor>> folded;  // values computed at plan time
+  // What this plan decided per node, shared with the plans made after it for the same
+  // node inputs (engine/src/node_decisions.h); it holds their kernels and folded values.
+  std::vector<std::shared_ptr<const NodeDecision>> decisions;
   // Folded values a device reads, copied there for this plan alone: they depend on the
   // input shapes, so unlike weights they cannot be shared by name across plans.
   std::vector<std::unique_ptr<Tensor>> device_constants;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "engine/src/backend.h"
+#include "engine/src/node_decisions.h"
 #include "engine/src/plan.h"
 #include "engine/src/planned_if.h"
 #include "engine/src/planned_loop.h"
@@ -35,8 +36,10 @@ struct OuterValue {
 
 class PlanBuilder {
  public:
+  // `decisions`, when given, are the session's earlier plans' decisions per node, which
+  // this plan reuses where a node's inputs are the same and adds to.
   PlanBuilder(const Graph& graph, std::span<Backend* const> backends, WeightCache& weights,
-              const PlannerOptions& options);
+              const PlannerOptions& options, NodeDecisions* decisions = nullptr);
 
   // The whole graph's plan for these input shapes (build_plan), or a sub-plan: an If
   // branch or a Loop or Scan body (plan_control_flow.cc).
@@ -57,16 +60,25 @@ class PlanBuilder {
   // One node: folded now, placed on the first backend with a kernel for it, or its
   // decomposition.
   void add_node(const Node& node);
+  // Folds the node when its outputs are known now; `folded` gets them (each output,
+  // empty where absent).
   bool fold(const Node& node, int64_t opset, const std::vector<int>& in_ids,
             const std::vector<TensorType>& types, const std::vector<const Tensor*>& values,
-            bool all_known);
+            bool all_known, std::vector<std::shared_ptr<const Tensor>>& folded);
+  void add_folded(const std::string& name, const std::shared_ptr<const Tensor>& t);
   struct Choice {
     Backend* backend = nullptr;  // nullptr: nothing can run the node, see `reasons`
     std::string reasons;
+    std::string note;  // why the kernel is on the device it is, for --explain
     const KernelEntry* entry = nullptr;
-    std::unique_ptr<Kernel> kernel;
+    std::shared_ptr<const Kernel> kernel;
     size_t workspace = 0;
   };
+  // Decisions kept across plans (engine/src/node_decisions.h).
+  bool is_top_level(const Node& node) const;
+  std::vector<bool> weight_flags(const Node& node, const std::vector<const Tensor*>& values) const;
+  void remember(const std::string& key, std::shared_ptr<NodeDecision> decision);
+  void apply(const Node& node, const std::shared_ptr<const NodeDecision>& decision, const std::vector<int>& in_ids);
   Choice choose_kernel(const Node& node, int64_t opset, const std::vector<TensorType>& types,
                        const std::vector<const Tensor*>& values, const std::vector<TensorType>& out_types,
                        const std::vector<Device>& in_devices);
@@ -103,6 +115,7 @@ class PlanBuilder {
   // Readers and overwrites: when a node's output may take its input's bytes.
   void count_readers();
   bool can_overwrite(const Node& node, size_t k, int in, const std::vector<int>& out_ids) const;
+  void set_alias(int id, int of);  // value `id` takes the bytes of value `of`
   bool is_graph_output(const std::string& name) const;
 
   // Finishing the plan: binding the graph's outputs, laying out each device's arena.
@@ -123,7 +136,11 @@ class PlanBuilder {
   // How many node inputs read each value (count_readers).
   std::unordered_map<std::string, int> readers_;
   bool readers_counted_ = false;
+  std::unordered_set<int> aliased_;  // values another value aliases (set_alias)
   std::vector<const Graph*> inlined_;  // If branches inlined into this plan
+  NodeDecisions* decisions_ = nullptr;
+  // This plan's folded values by address, for the decisions whose kernels read them.
+  std::unordered_map<const Tensor*, std::shared_ptr<const Tensor>> folded_owners_;
 };
 
 }  // namespace ember

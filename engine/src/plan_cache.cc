@@ -25,8 +25,8 @@ bool same_signature(const Plan& plan, std::span<const Tensor> inputs, std::span<
 size_t plan_bytes(const Plan& plan) {
   size_t bytes = 0;
   for (const auto& [device, arena] : plan.arena_bytes) bytes += arena;
-  for (const auto* constants : {&plan.folded, &plan.device_constants})
-    for (const auto& t : *constants) bytes += t->nbytes();
+  for (const auto& t : plan.folded) bytes += t->nbytes();
+  for (const auto& t : plan.device_constants) bytes += t->nbytes();
   return bytes + plan.kernel_bytes;
 }
 
@@ -56,6 +56,7 @@ std::shared_ptr<const Plan> PlanCache::add(std::unique_ptr<Plan> plan) {
       return a->last_used.load(std::memory_order_relaxed) < b->last_used.load(std::memory_order_relaxed);
     });
     bytes_ -= (*oldest)->bytes;
+    evicted_bytes_.fetch_add((*oldest)->bytes, std::memory_order_relaxed);
     evicted.push_back(std::move((*oldest)->plan));
     entries_.erase(oldest);
     evictions_.fetch_add(1, std::memory_order_relaxed);

@@ -47,6 +47,8 @@ class PlanCache {
   size_t size() const;
   size_t bytes() const;
   uint64_t evictions() const { return evictions_.load(std::memory_order_relaxed); }
+  // The bytes (plan_bytes) of every plan evicted so far, summed.
+  uint64_t evicted_bytes() const { return evicted_bytes_.load(std::memory_order_relaxed); }
 
  private:
   struct Entry {
@@ -60,6 +62,7 @@ class PlanCache {
   size_t bytes_ = 0;
   mutable std::atomic<uint64_t> clock_{0};
   std::atomic<uint64_t> evictions_{0};
+  std::atomic<uint64_t> evicted_bytes_{0};
 };
 
 }  // namespace ember

@@ -50,8 +50,14 @@ size_t Plan::node_steps() const {
 }
 
 PlanBuilder::PlanBuilder(const Graph& graph, std::span<Backend* const> backends, WeightCache& weights,
-                         const PlannerOptions& options)
-    : graph_(graph), backends_(backends), weights_(weights), options_(options), plan_(std::make_unique<Plan>()) {
+                         const PlannerOptions& options, NodeDecisions* decisions)
+    : graph_(graph),
+      backends_(backends),
+      weights_(weights),
+      options_(options),
+      plan_(std::make_unique<Plan>()),
+      decisions_(decisions) {
+  ids_.reserve(2 * graph.nodes.size() + graph.initializers.size());
   count_readers();
 }
 
@@ -171,20 +177,29 @@ void PlanBuilder::add_node(const Node& node) {
   std::vector<int> in_ids;
   std::vector<TensorType> types;
   std::vector<const Tensor*> values;
+  std::vector<Device> in_devices;
   bool all_known = true;
   for (const auto& name : node.inputs) {
     if (name.empty()) {
       in_ids.push_back(-1);
       types.emplace_back();
       values.push_back(nullptr);
+      in_devices.emplace_back();
       continue;
     }
     int id = lookup(name);
     in_ids.push_back(id);
     types.push_back(plan_->values[id].type);
     values.push_back(known_value(id));
+    in_devices.push_back(plan_->values[id].device);
     all_known = all_known && values.back();
   }
+  NodeSignature signature;
+  const bool remembered =
+      decisions_ && is_top_level(node) && signature.make(node, types, values, weight_flags(node, values), in_devices);
+  if (remembered)
+    if (std::shared_ptr<const NodeDecision> decision = decisions_->find(signature.key()))
+      return apply(node, decision, in_ids);
   std::vector<TensorType> out_types;
   try {
     out_types = infer_node(node, opset, types, values);
@@ -200,11 +215,16 @@ void PlanBuilder::add_node(const Node& node) {
     plan_->notes.push_back(node.label() + " and the nodes after it run eagerly: it reads or makes string tensors");
     return add_eager(node, opset);
   }
-  if (fold(node, opset, in_ids, types, values, all_known)) return;
-  std::vector<Device> in_devices;
-  for (int id : in_ids)
-    if (id >= 0) in_devices.push_back(plan_->values[id].device);
-  Choice choice = choose_kernel(node, opset, types, values, out_types, in_devices);
+  auto decision = std::make_shared<NodeDecision>();
+  decision->out_types = out_types;
+  if (fold(node, opset, in_ids, types, values, all_known, decision->folded)) {
+    if (remembered) remember(signature.key(), std::move(decision));
+    return;
+  }
+  std::vector<Device> present_devices;
+  for (size_t i = 0; i < in_ids.size(); ++i)
+    if (in_ids[i] >= 0) present_devices.push_back(in_devices[i]);
+  Choice choice = choose_kernel(node, opset, types, values, out_types, present_devices);
   if (!choice.backend) {
     // A fused node no kernel can take (a residual that broadcasts, a device without
     // the fused op) runs as the nodes it was fused from.
@@ -223,7 +243,52 @@ void PlanBuilder::add_node(const Node& node) {
     for (const Node& part : expansion->nodes) add_node(part);
     return;
   }
+  if (remembered) {
+    decision->backend = choice.backend;
+    decision->entry = choice.entry;
+    decision->kernel = choice.kernel;
+    decision->workspace = choice.workspace;
+    decision->note = choice.note;
+    for (const Tensor* v : values)
+      if (auto owner = folded_owners_.find(v); v && owner != folded_owners_.end())
+        decision->kernel_inputs.push_back(owner->second);
+    remember(signature.key(), std::move(decision));
+  }
   place(node, std::move(choice), in_ids, out_types);
+}
+
+// A node of the graph itself, not of a fused node's decomposition or an expansion,
+// whose nodes may be made again per plan (at addresses a later node may take).
+bool PlanBuilder::is_top_level(const Node& node) const {
+  return !graph_.nodes.empty() && &node >= &graph_.nodes.front() && &node <= &graph_.nodes.back();
+}
+
+// Per input of `node`: whether its known value is a weight of the session.
+std::vector<bool> PlanBuilder::weight_flags(const Node& node, const std::vector<const Tensor*>& values) const {
+  std::vector<bool> flags(values.size(), false);
+  for (size_t i = 0; i < values.size(); ++i)
+    flags[i] = values[i] && i < node.inputs.size() && values[i] == find_initializer(node.inputs[i]);
+  return flags;
+}
+
+void PlanBuilder::remember(const std::string& key, std::shared_ptr<NodeDecision> decision) {
+  decisions_->add(key, decision);
+  plan_->decisions.push_back(std::move(decision));
+}
+
+// What an earlier plan decided for the node at these very inputs: its folded values,
+// or its kernel, placed anew in this plan.
+void PlanBuilder::apply(const Node& node, const std::shared_ptr<const NodeDecision>& decision,
+                        const std::vector<int>& in_ids) {
+  plan_->decisions.push_back(decision);
+  if (!decision->folded.empty()) {
+    for (size_t i = 0; i < node.outputs.size() && i < decision->folded.size(); ++i)
+      if (!node.outputs[i].empty() && !decision->folded[i]->empty()) add_folded(node.outputs[i], decision->folded[i]);
+    return;
+  }
+  if (!decision->note.empty()) plan_->notes.push_back(decision->note);
+  place(node, Choice{decision->backend, "", "", decision->entry, decision->kernel, decision->workspace}, in_ids,
+        decision->out_types);
 }
 
 // From here on nodes run eagerly on the host; the planned values they read stay
@@ -263,7 +328,7 @@ void PlanBuilder::read_eagerly(const std::string& name) {
 // Shape->Gather->Concat->Reshape chains of exported models into constants.
 bool PlanBuilder::fold(const Node& node, int64_t opset, const std::vector<int>& in_ids,
                        const std::vector<TensorType>& types, const std::vector<const Tensor*>& values,
-                       bool all_known) {
+                       bool all_known, std::vector<std::shared_ptr<const Tensor>>& folded) {
   const bool reads_only_shape =
       node.domain.empty() && (node.op_type == "Shape" || node.op_type == "Size");
   if (!(all_known || reads_only_shape) || !can_fold(node)) return false;
@@ -275,14 +340,18 @@ bool PlanBuilder::fold(const Node& node, int64_t opset, const std::vector<int>& 
   }
   std::vector<Tensor> outputs = evaluate_node(node, opset, inputs, 1);
   for (size_t i = 0; i < node.outputs.size(); ++i) {
-    if (node.outputs[i].empty() || outputs[i].empty()) continue;
-    plan_->folded.push_back(std::make_unique<Tensor>(std::move(outputs[i])));
-    const Tensor* t = plan_->folded.back().get();
-    int id = new_value(node.outputs[i], {t->dtype(), t->shape()}, Device{}, Storage::Constant);
-    plan_->values[id].constant = t;
-    ids_[node.outputs[i]] = id;
+    folded.push_back(std::make_shared<const Tensor>(std::move(outputs[i])));
+    if (!node.outputs[i].empty() && !folded.back()->empty()) add_folded(node.outputs[i], folded.back());
   }
   return true;
+}
+
+void PlanBuilder::add_folded(const std::string& name, const std::shared_ptr<const Tensor>& t) {
+  plan_->folded.push_back(t);
+  folded_owners_[t.get()] = t;
+  int id = new_value(name, {t->dtype(), t->shape()}, Device{}, Storage::Constant);
+  plan_->values[id].constant = t.get();
+  ids_[name] = id;
 }
 
 namespace {
@@ -343,10 +412,9 @@ PlanBuilder::Choice PlanBuilder::choose_kernel(const Node& node, int64_t opset, 
         throw Error(what.rfind(node.label(), 0) == 0 ? what : node.label() + " on " + device.to_string() + ": " + what);
       }
       if (kernel) {
-        if (!reasons.empty())
-          plan_->notes.push_back(node.label() + " runs on " + device.to_string() + " (" +
-                                 reasons + ")");
-        return {backend, "", entry, std::move(kernel), init.workspace_bytes};
+        std::string note = reasons.empty() ? "" : node.label() + " runs on " + device.to_string() + " (" + reasons + ")";
+        if (!note.empty()) plan_->notes.push_back(note);
+        return {backend, "", std::move(note), entry, std::move(kernel), init.workspace_bytes};
       }
       reasons += (reasons.empty() ? "" : "; ") + device.to_string() + ": " + why;
     }
@@ -358,8 +426,8 @@ PlanBuilder::Choice PlanBuilder::choose_kernel(const Node& node, int64_t opset, 
 
 // The id of `id`'s value on `device`, inserting one copy per (value, device).
 int PlanBuilder::on_device(int id, Device device) {
+  if (plan_->values[id].device == device) return id;
   const PlannedValue v = plan_->values[id];  // a copy: new_value() grows the vector
-  if (v.device == device) return id;
   auto key = std::make_pair(id, device.to_string());
   auto it = moved_.find(key);
   if (it != moved_.end()) return it->second;
@@ -419,14 +487,14 @@ void PlanBuilder::place(const Node& node, Choice choice, std::vector<int> in_ids
       continue;
     }
     int id = new_value(node.outputs[i], out_types[i], device, Storage::Arena);
-    if (alias && i == 0) plan_->values[id].alias_of = in_ids[0];
+    if (alias && i == 0) set_alias(id, in_ids[0]);
     ids_[node.outputs[i]] = id;
     out_ids.push_back(id);
   }
   if (alias) return;  // no step: the output is the input's bytes, reinterpreted
   const int over = choice.entry->flags.overwrites_input;
   if (over >= 0 && static_cast<size_t>(over) < in_ids.size() && can_overwrite(node, over, in_ids[over], out_ids))
-    plan_->values[out_ids[0]].alias_of = in_ids[over];
+    set_alias(out_ids[0], in_ids[over]);
 
   PlannedStep step;
   step.node_label = node.label();
@@ -468,9 +536,12 @@ bool PlanBuilder::can_overwrite(const Node& node, size_t k, int in, const std::v
   if (v.storage != Storage::Arena || v.alias_of >= 0 || !(v.device == y.device) || v.type.dtype != y.type.dtype ||
       v.type.shape != y.type.shape)
     return false;
-  for (const PlannedValue& other : plan_->values)
-    if (other.alias_of == in) return false;  // a view of it lives on
-  return true;
+  return !aliased_.count(in);  // else a view of it lives on
+}
+
+void PlanBuilder::set_alias(int id, int of) {
+  plan_->values[id].alias_of = of;
+  aliased_.insert(of);
 }
 
 bool PlanBuilder::is_graph_output(const std::string& name) const {
@@ -576,8 +647,8 @@ void PlanBuilder::lay_out_arenas() {
 
 std::unique_ptr<Plan> build_plan(const Graph& graph, std::span<const Shape> input_shapes,
                                  std::span<Backend* const> backends, WeightCache& weights,
-                                 const PlannerOptions& options) {
-  return PlanBuilder(graph, backends, weights, options).build(input_shapes);
+                                 const PlannerOptions& options, NodeDecisions* decisions) {
+  return PlanBuilder(graph, backends, weights, options, decisions).build(input_shapes);
 }
 
 void check_supported(const Graph& graph, std::span<Backend* const> backends) {

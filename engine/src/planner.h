@@ -38,10 +38,14 @@ struct PlannerOptions {
   std::vector<Device> input_devices, output_devices;
 };
 
-// `backends` in order of preference; the CPU backend must be among them.
+class NodeDecisions;
+
+// `backends` in order of preference; the CPU backend must be among them. `decisions`,
+// when given, are reused where a node's inputs are those of an earlier plan's node,
+// and get this plan's (engine/src/node_decisions.h).
 std::unique_ptr<Plan> build_plan(const Graph& graph, std::span<const Shape> input_shapes,
                                  std::span<Backend* const> backends, WeightCache& weights,
-                                 const PlannerOptions& options);
+                                 const PlannerOptions& options, NodeDecisions* decisions = nullptr);
 
 // Raises one ember::Error listing every node whose operator has no kernel on any of
 // `backends` (at the graph's opset), so a user sees them all at once.

@@ -6,6 +6,7 @@
 #include "engine/src/device_select.h"
 #include "engine/src/executor.h"
 #include "engine/src/log.h"
+#include "engine/src/node_decisions.h"
 #include "engine/src/plan_cache.h"
 #include "engine/src/planner.h"
 #include "graph/passes/convert_float16.h"
@@ -43,6 +44,8 @@ struct Session::Impl {
   std::vector<std::unique_ptr<Backend>> owned_backends;
   std::vector<Backend*> backends;
   WeightCache weights;
+  NodeDecisions node_decisions;  // what the cached plans decided per node, for the next plan
+  uint64_t evicted_bytes_trimmed = 0;  // plans->evicted_bytes() when the heap was last trimmed
   std::vector<ValueDesc> input_descs, output_descs;
 
   std::unique_ptr<PlanCache> plans;
@@ -86,7 +89,12 @@ namespace {
 
 // An evicted plan frees thousands of small blocks (kernels, descriptors, JIT code); glibc
 // keeps freed heap pages mapped, up to a threshold it raises after every large free, so
-// a service cycling through shapes held megabytes it no longer used. Plan-time only.
+// a service cycling through shapes held megabytes it no longer used. Trimming walks the
+// whole heap (half a millisecond and more), so it waits until evicted plans add up to
+// kTrimAfterEvictedBytes: a decoder's generation loop evicts a small plan per token.
+// Plan-time only.
+constexpr uint64_t kTrimAfterEvictedBytes = uint64_t{16} << 20;
+
 void give_back_free_heap() {
 #ifdef __GLIBC__
   malloc_trim(0);
@@ -337,7 +345,7 @@ std::shared_ptr<const Plan> Session::Impl::plan_for(std::span<const Tensor> inpu
     return static_cast<int64_t>(heap_bytes_besides_blocks()) - static_cast<int64_t>(weights.packed().bytes());
   };
   const int64_t heap_before = heap_less_packed();
-  std::unique_ptr<Plan> plan = build_plan(graph, shapes, backends, weights, planner_options);
+  std::unique_ptr<Plan> plan = build_plan(graph, shapes, backends, weights, planner_options, &node_decisions);
   plan->kernel_bytes = static_cast<size_t>(std::max<int64_t>(heap_less_packed() - heap_before, 0));
   log_plan(*plan, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   warn_if_mostly_on_host(*plan);
@@ -349,7 +357,11 @@ std::shared_ptr<const Plan> Session::Impl::plan_for(std::span<const Tensor> inpu
       std::lock_guard lock(contexts_mutex);
       for (auto& context : idle_contexts) context->release_unused([&](uint64_t id) { return plans->contains(id); });
     }
-    give_back_free_heap();
+    node_decisions.forget_unused();
+    if (plans->evicted_bytes() - evicted_bytes_trimmed >= kTrimAfterEvictedBytes) {
+      evicted_bytes_trimmed = plans->evicted_bytes();
+      give_back_free_heap();
+    }
   }
   return added;
 }

@@ -52,6 +52,12 @@ def mobilenetv2(models_dir):
 
 
 @pytest.fixture(scope="session")
+def llama_kv(models_dir):
+    """The Llama-style decoder with past key/values: one generation step per run."""
+    return _built(models_dir, "llama_kv")
+
+
+@pytest.fixture(scope="session")
 def mixed_model(tmp_path_factory):
     """Two inputs of different dtypes, a symbolic dim, three outputs (float32, bool, float16):
     y = x + x, positive = x > 0, rows = Cast<float16>(Gather(table, ids))."""

@@ -1,6 +1,7 @@
 // Placement, copy insertion, memory plan and allocation-free runs, on the CPU and
 // the test device, with small ops of a test domain registered here.
 #include "engine/src/executor.h"
+#include "engine/src/node_decisions.h"
 #include "engine/src/planner.h"
 #include "ops/registry.h"
 #include "test_device.h"
@@ -95,6 +96,30 @@ std::unique_ptr<Kernel> make_add_into(KernelInit&, std::string*) { return std::m
 EMBER_SCHEMA("AddInto", kDomain, infer_same_as_input0);
 EMBER_KERNEL_FLAGS("AddInto", kDomain, 1, kMaxOpset, DeviceKind::Cpu, make_add_into,
                    KernelFlags{.overwrites_input = 1});
+
+// y = x + s[0], with s a value known at plan time whose Tensor the kernel keeps (as a
+// kernel may keep a folded shape or index), read at every run.
+class AddKeptScalar final : public Kernel {
+ public:
+  explicit AddKeptScalar(const Tensor* s) : s_(s) {}
+  void run(const RunArgs& a) const override {
+    const float s = static_cast<float>(s_->data_as<int64_t>()[0]);
+    for (int64_t i = 0; i < a.inputs[0]->numel(); ++i)
+      a.outputs[0]->data_as<float>()[i] = a.inputs[0]->data_as<float>()[i] + s;
+  }
+
+ private:
+  const Tensor* s_;
+};
+std::unique_ptr<Kernel> make_add_kept_scalar(KernelInit& init, std::string* why) {
+  if (!init.values[1]) {
+    *why = "the scalar must be known at plan time";
+    return nullptr;
+  }
+  return std::make_unique<AddKeptScalar>(init.values[1]);
+}
+EMBER_SCHEMA("AddKeptScalar", kDomain, infer_same_as_input0);
+EMBER_KERNEL("AddKeptScalar", kDomain, 1, kMaxOpset, DeviceKind::Cpu, make_add_kept_scalar);
 
 Node node(const char* op, std::vector<std::string> in, std::string out) {
   Node n;
@@ -465,6 +490,97 @@ TEST(Planner, FoldedValuesReadOnTheDeviceAreUploadedPerPlan) {
     }
     EXPECT_TRUE(checked);
   }
+}
+
+// x [n], y [m]: Scale2(x) -> a; AddKeptScalar(a, s) -> b; Scale2(y) -> c, outputs b
+// and c. s = Shape(ConstantOfShape(2048)) = [2048], folded at plan time; the 8 KiB
+// zeros it is the shape of make a value too large to key a decision with, so each
+// plan folds its own s, while AddKeptScalar's decision (keyed by s's bytes) is shared.
+Graph two_input_graph() {
+  Graph g;
+  g.opset_imports[kDomain] = 1;
+  g.opset_imports[""] = 17;
+  g.inputs.push_back({"x", DType::Float32, {{-1, "n"}}, true});
+  g.inputs.push_back({"y", DType::Float32, {{-1, "m"}}, true});
+  Tensor length(DType::Int64, {1});
+  length.data_as<int64_t>()[0] = 2048;
+  g.initializers["length"] = length;
+  Node fill;
+  fill.name = "zeros_node";
+  fill.op_type = "ConstantOfShape";
+  fill.inputs = {"length"};
+  fill.outputs = {"zeros"};
+  Node shape = fill;
+  shape.name = "s_node";
+  shape.op_type = "Shape";
+  shape.inputs = {"zeros"};
+  shape.outputs = {"s"};
+  g.nodes = {fill, shape, node("Scale2", {"x"}, "a"), node("AddKeptScalar", {"a", "s"}, "b"),
+             node("Scale2", {"y"}, "c")};
+  for (const char* out : {"b", "c"}) g.outputs.push_back({out, DType::Float32, {}, false});
+  return g;
+}
+
+const PlannedStep& step_named(const Plan& plan, const std::string& label) {
+  for (const PlannedStep& step : plan.steps)
+    if (step.node_label == label) return step;
+  throw Error("no step " + label);
+}
+
+// A new set of input shapes re-plans only the nodes whose inputs changed: the others
+// take the earlier plan's kernel objects and folded values.
+TEST(Planner, NodesWhoseInputsAreUnchangedShareTheEarlierPlansDecisions) {
+  Fixture f;
+  Backend* cpu[] = {f.cpu.get()};
+  Graph g = two_input_graph();
+  NodeDecisions decisions;
+  auto first = build_plan(g, std::vector<Shape>{{3}, {4}}, cpu, f.weights, {}, &decisions);
+  auto second = build_plan(g, std::vector<Shape>{{3}, {5}}, cpu, f.weights, {}, &decisions);
+  auto third = build_plan(g, std::vector<Shape>{{6}, {5}}, cpu, f.weights, {}, &decisions);
+  auto kernel = [&](const Plan& p, const char* label) { return step_named(p, label).kernel_impl.get(); };
+  EXPECT_EQ(kernel(*first, "Scale2 'a_node'"), kernel(*second, "Scale2 'a_node'"));
+  EXPECT_EQ(kernel(*first, "AddKeptScalar 'b_node'"), kernel(*second, "AddKeptScalar 'b_node'"));
+  EXPECT_NE(kernel(*first, "Scale2 'c_node'"), kernel(*second, "Scale2 'c_node'")) << "y's shape changed";
+  EXPECT_NE(kernel(*second, "AddKeptScalar 'b_node'"), kernel(*third, "AddKeptScalar 'b_node'")) << "x's changed";
+  EXPECT_EQ(kernel(*second, "Scale2 'c_node'"), kernel(*third, "Scale2 'c_node'"));
+  ASSERT_EQ(first->folded.size(), 2u);  // the zeros, s
+  EXPECT_EQ(first->folded[0], second->folded[0]) << "the zeros folded once for both";
+  EXPECT_NE(first->folded[1], second->folded[1]) << "s folded per plan (its input makes no key)";
+
+  // The kernel the first plan made keeps the s that plan folded: the second plan, which
+  // runs that kernel, keeps it alive once the first is gone. Tensors of s's size made
+  // meanwhile would take its freed bytes.
+  first.reset();
+  decisions.forget_unused();
+  std::vector<Tensor> reusing_freed_bytes;
+  for (int i = 0; i < 16; ++i) {
+    reusing_freed_bytes.emplace_back(DType::Int64, Shape{1});
+    reusing_freed_bytes.back().data_as<int64_t>()[0] = -100;
+  }
+  Tensor x(DType::Float32, {3}), y(DType::Float32, {5});
+  for (int i = 0; i < 3; ++i) x.data_as<float>()[i] = 0.5f * static_cast<float>(i) - 1.0f;
+  for (int i = 0; i < 5; ++i) y.data_as<float>()[i] = 0.25f * static_cast<float>(i) + 0.5f;
+  const Tensor inputs[] = {x, y};
+  std::vector<Tensor> outs = {Tensor(DType::Float32, {3}), Tensor(DType::Float32, {5})};
+  RunContext ctx(cpu);
+  ctx.run(*second, inputs, outs, RunSettings{});
+  for (int i = 0; i < 3; ++i) EXPECT_FLOAT_EQ(outs[0].data_as<float>()[i], x.data_as<float>()[i] * 2 + 2048);
+  for (int i = 0; i < 5; ++i) EXPECT_FLOAT_EQ(outs[1].data_as<float>()[i], y.data_as<float>()[i] * 2);
+}
+
+// A decision lives as long as a plan holds it; the memo then forgets it.
+TEST(Planner, DecisionsNoPlanHoldsAreForgotten) {
+  Fixture f;
+  Backend* cpu[] = {f.cpu.get()};
+  Graph g = two_input_graph();
+  NodeDecisions decisions;
+  for (int64_t m = 1; m <= 64; ++m) {
+    auto plan = build_plan(g, std::vector<Shape>{{3}, {m}}, cpu, f.weights, {}, &decisions);
+    decisions.forget_unused();
+  }
+  // Each plan died before the next was made: the memo holds at most the last plan's
+  // four keyed decisions and what was added since it last walked (it walks once doubled).
+  EXPECT_LE(decisions.size(), 8u);
 }
 
 }  // namespace
