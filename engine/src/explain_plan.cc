@@ -63,8 +63,11 @@ std::string explain_plan(const Plan& plan) {
   std::ostringstream os;
   os << "plan for inputs";
   for (const auto& s : plan.input_shapes) os << " " << shape_to_string(s);
-  os << ": " << plan.steps.size() << " steps, " << plan.folded.size()
-     << " values folded before the run\n";
+  os << ": " << plan.steps.size() << " steps, " << plan.folded.size() << " values folded before the run";
+  if (plan.nodes_reused)
+    os << ", " << plan.nodes_reused << " of " << plan.nodes_reused + plan.nodes_decided
+       << " nodes as earlier plans of the session decided";
+  os << "\n";
   explain_steps(os, plan, "  ");
   int copies = 0;
   for (const PlannedStep& step : plan.steps) copies += step.op_type == "Copy";

@@ -4,28 +4,29 @@
 
 namespace ember {
 
-bool NodeSignature::make(const Node& node, std::span<const TensorType> types, std::span<const Tensor* const> values,
-                         const std::vector<bool>& is_weight, std::span<const Device> devices) {
+void NodeSignature::start(const Node& node) {
   key_.clear();
+  key_.reserve(256);  // a few inputs' types: one allocation per node planned
   append(&node);
-  for (size_t i = 0; i < types.size(); ++i) {
-    const TensorType& t = types[i];
-    append(static_cast<int32_t>(t.dtype));
-    append(static_cast<int32_t>(t.shape.size()));
-    for (int64_t d : t.shape) append(d);
-    append(static_cast<int32_t>(devices[i].kind));
-    append(static_cast<int32_t>(devices[i].index));
-    const Tensor* v = values[i];
-    if (!v) {
-      append('r');  // known only at run time
-    } else if (is_weight[i]) {
-      append('w');  // a weight: the session's, at a fixed address
-      append(v);
-    } else {
-      if (v->nbytes() > kMaxFoldedBytes || v->dtype() == DType::String) return false;
-      append('f');
-      key_.append(static_cast<const char*>(v->data()), v->nbytes());
-    }
+}
+
+void NodeSignature::add_absent() { append('-'); }
+
+bool NodeSignature::add(const TensorType& type, Device device, const Tensor* known, bool is_weight) {
+  append(static_cast<int32_t>(type.dtype));
+  append(static_cast<int32_t>(type.shape.size()));
+  for (int64_t d : type.shape) append(d);
+  append(static_cast<int32_t>(device.kind));
+  append(static_cast<int32_t>(device.index));
+  if (!known) {
+    append('r');  // known only at run time
+  } else if (is_weight) {
+    append('w');  // a weight: the session's, at a fixed address
+    append(known);
+  } else {
+    if (known->nbytes() > kMaxFoldedBytes || known->dtype() == DType::String) return false;
+    append('f');
+    key_.append(static_cast<const char*>(known->data()), known->nbytes());
   }
   return true;
 }

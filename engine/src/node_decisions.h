@@ -43,9 +43,11 @@ struct NodeDecision {
 class NodeSignature {
  public:
   static constexpr size_t kMaxFoldedBytes = 4096;
-  // False when the node has no key (see above).
-  bool make(const Node& node, std::span<const TensorType> types, std::span<const Tensor* const> values,
-            const std::vector<bool>& is_weight, std::span<const Device> devices);
+  void start(const Node& node);
+  void add_absent();  // an absent optional input
+  // `known`: the value when known at plan time (else nullptr), a session weight or a
+  // folded value. False when it makes no key (see above).
+  bool add(const TensorType& type, Device device, const Tensor* known, bool is_weight);
   const std::string& key() const { return key_; }
 
  private:

@@ -77,6 +77,8 @@ struct Plan {
   // What this plan decided per node, shared with the plans made after it for the same
   // node inputs (engine/src/node_decisions.h); it holds their kernels and folded values.
   std::vector<std::shared_ptr<const NodeDecision>> decisions;
+  size_t nodes_reused = 0;   // nodes planned from an earlier plan's decision
+  size_t nodes_decided = 0;  // nodes whose decision this plan made (and shares)
   // Folded values a device reads, copied there for this plan alone: they depend on the
   // input shapes, so unlike weights they cannot be shared by name across plans.
   std::vector<std::unique_ptr<Tensor>> device_constants;

@@ -76,7 +76,7 @@ class PlanBuilder {
   };
   // Decisions kept across plans (engine/src/node_decisions.h).
   bool is_top_level(const Node& node) const;
-  std::vector<bool> weight_flags(const Node& node, const std::vector<const Tensor*>& values) const;
+  bool sign(const Node& node, const std::vector<int>& in_ids, NodeSignature& signature) const;
   void remember(const std::string& key, std::shared_ptr<NodeDecision> decision);
   void apply(const Node& node, const std::shared_ptr<const NodeDecision>& decision, const std::vector<int>& in_ids);
   Choice choose_kernel(const Node& node, int64_t opset, const std::vector<TensorType>& types,
@@ -114,7 +114,7 @@ class PlanBuilder {
 
   // Readers and overwrites: when a node's output may take its input's bytes.
   void count_readers();
-  bool can_overwrite(const Node& node, size_t k, int in, const std::vector<int>& out_ids) const;
+  bool can_overwrite(const Node& node, size_t k, int in, const std::vector<int>& out_ids);
   void set_alias(int id, int of);  // value `id` takes the bytes of value `of`
   bool is_graph_output(const std::string& name) const;
 
@@ -133,9 +133,10 @@ class PlanBuilder {
   std::map<std::pair<int, std::string>, int> moved_;
   // Values the eager tail makes, and the planned values it reads.
   std::unordered_set<std::string> eager_values_, pinned_;
-  // How many node inputs read each value (count_readers).
+  // How many node inputs read each value, counted when first needed (count_readers:
+  // only kernels that may overwrite an input ask); in a graph with subgraphs, unknown.
   std::unordered_map<std::string, int> readers_;
-  bool readers_counted_ = false;
+  enum class ReaderCount { NotYet, Known, Unknown } reader_count_ = ReaderCount::NotYet;
   std::unordered_set<int> aliased_;  // values another value aliases (set_alias)
   std::vector<const Graph*> inlined_;  // If branches inlined into this plan
   NodeDecisions* decisions_ = nullptr;

@@ -58,7 +58,6 @@ PlanBuilder::PlanBuilder(const Graph& graph, std::span<Backend* const> backends,
       plan_(std::make_unique<Plan>()),
       decisions_(decisions) {
   ids_.reserve(2 * graph.nodes.size() + graph.initializers.size());
-  count_readers();
 }
 
 std::unique_ptr<Plan> PlanBuilder::build(std::span<const Shape> input_shapes) {
@@ -175,31 +174,21 @@ void PlanBuilder::add_node(const Node& node) {
   if (node.domain.empty() && node.op_type == "If" && plan_if(node, opset)) return;
   if (node.domain.empty() && (node.op_type == "Loop" || node.op_type == "Scan") && plan_loop(node, opset)) return;
   std::vector<int> in_ids;
-  std::vector<TensorType> types;
-  std::vector<const Tensor*> values;
-  std::vector<Device> in_devices;
-  bool all_known = true;
-  for (const auto& name : node.inputs) {
-    if (name.empty()) {
-      in_ids.push_back(-1);
-      types.emplace_back();
-      values.push_back(nullptr);
-      in_devices.emplace_back();
-      continue;
-    }
-    int id = lookup(name);
-    in_ids.push_back(id);
-    types.push_back(plan_->values[id].type);
-    values.push_back(known_value(id));
-    in_devices.push_back(plan_->values[id].device);
-    all_known = all_known && values.back();
-  }
+  in_ids.reserve(node.inputs.size());
+  for (const auto& name : node.inputs) in_ids.push_back(name.empty() ? -1 : lookup(name));
   NodeSignature signature;
-  const bool remembered =
-      decisions_ && is_top_level(node) && signature.make(node, types, values, weight_flags(node, values), in_devices);
+  const bool remembered = decisions_ && is_top_level(node) && sign(node, in_ids, signature);
   if (remembered)
     if (std::shared_ptr<const NodeDecision> decision = decisions_->find(signature.key()))
       return apply(node, decision, in_ids);
+  std::vector<TensorType> types;
+  std::vector<const Tensor*> values;
+  bool all_known = true;
+  for (int id : in_ids) {
+    types.push_back(id < 0 ? TensorType{} : plan_->values[id].type);
+    values.push_back(id < 0 ? nullptr : known_value(id));
+    all_known = all_known && (id < 0 || values.back());
+  }
   std::vector<TensorType> out_types;
   try {
     out_types = infer_node(node, opset, types, values);
@@ -221,10 +210,10 @@ void PlanBuilder::add_node(const Node& node) {
     if (remembered) remember(signature.key(), std::move(decision));
     return;
   }
-  std::vector<Device> present_devices;
-  for (size_t i = 0; i < in_ids.size(); ++i)
-    if (in_ids[i] >= 0) present_devices.push_back(in_devices[i]);
-  Choice choice = choose_kernel(node, opset, types, values, out_types, present_devices);
+  std::vector<Device> in_devices;
+  for (int id : in_ids)
+    if (id >= 0) in_devices.push_back(plan_->values[id].device);
+  Choice choice = choose_kernel(node, opset, types, values, out_types, in_devices);
   if (!choice.backend) {
     // A fused node no kernel can take (a residual that broadcasts, a device without
     // the fused op) runs as the nodes it was fused from.
@@ -263,15 +252,23 @@ bool PlanBuilder::is_top_level(const Node& node) const {
   return !graph_.nodes.empty() && &node >= &graph_.nodes.front() && &node <= &graph_.nodes.back();
 }
 
-// Per input of `node`: whether its known value is a weight of the session.
-std::vector<bool> PlanBuilder::weight_flags(const Node& node, const std::vector<const Tensor*>& values) const {
-  std::vector<bool> flags(values.size(), false);
-  for (size_t i = 0; i < values.size(); ++i)
-    flags[i] = values[i] && i < node.inputs.size() && values[i] == find_initializer(node.inputs[i]);
-  return flags;
+// The node's signature from its inputs' values in this plan; false if it makes none.
+bool PlanBuilder::sign(const Node& node, const std::vector<int>& in_ids, NodeSignature& signature) const {
+  signature.start(node);
+  for (size_t i = 0; i < in_ids.size(); ++i) {
+    if (in_ids[i] < 0) {
+      signature.add_absent();
+      continue;
+    }
+    const PlannedValue& v = plan_->values[in_ids[i]];
+    const Tensor* known = known_value(in_ids[i]);
+    if (!signature.add(v.type, v.device, known, known && known == find_initializer(node.inputs[i]))) return false;
+  }
+  return true;
 }
 
 void PlanBuilder::remember(const std::string& key, std::shared_ptr<NodeDecision> decision) {
+  ++plan_->nodes_decided;
   decisions_->add(key, decision);
   plan_->decisions.push_back(std::move(decision));
 }
@@ -280,6 +277,7 @@ void PlanBuilder::remember(const std::string& key, std::shared_ptr<NodeDecision>
 // or its kernel, placed anew in this plan.
 void PlanBuilder::apply(const Node& node, const std::shared_ptr<const NodeDecision>& decision,
                         const std::vector<int>& in_ids) {
+  ++plan_->nodes_reused;
   plan_->decisions.push_back(decision);
   if (!decision->folded.empty()) {
     for (size_t i = 0; i < node.outputs.size() && i < decision->folded.size(); ++i)
@@ -514,20 +512,22 @@ void PlanBuilder::place(const Node& node, Choice choice, std::vector<int> in_ids
 // enclosing scope by name; a fused node's decomposition reads only its own inputs)
 // none is counted and nothing is overwritten.
 void PlanBuilder::count_readers() {
+  reader_count_ = ReaderCount::Unknown;
   for (const Node& node : graph_.nodes)
     for (const auto& [name, a] : node.attributes.all())
       if (name != kDecompositionAttribute && (a.g || !a.graphs.empty())) return;
   for (const Node& node : graph_.nodes)
     for (const std::string& name : node.inputs)
       if (!name.empty()) ++readers_[name];
-  readers_counted_ = true;
+  reader_count_ = ReaderCount::Known;
 }
 
 // Output 0 of `node` may take the bytes of its input `k` (value `in`): the node is its
 // only reader, it is an arena value of its own (no view, not the caller's input or a
 // graph output), and it has the output's type.
-bool PlanBuilder::can_overwrite(const Node& node, size_t k, int in, const std::vector<int>& out_ids) const {
-  if (!readers_counted_ || in < 0 || out_ids.empty() || out_ids[0] < 0) return false;
+bool PlanBuilder::can_overwrite(const Node& node, size_t k, int in, const std::vector<int>& out_ids) {
+  if (reader_count_ == ReaderCount::NotYet) count_readers();
+  if (reader_count_ != ReaderCount::Known || in < 0 || out_ids.empty() || out_ids[0] < 0) return false;
   auto it = readers_.find(node.inputs[k]);
   if (it == readers_.end() || it->second != 1 || is_graph_output(node.inputs[k]) || is_graph_output(node.outputs[0]))
     return false;

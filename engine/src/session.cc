@@ -46,6 +46,10 @@ struct Session::Impl {
   WeightCache weights;
   NodeDecisions node_decisions;  // what the cached plans decided per node, for the next plan
   uint64_t evicted_bytes_trimmed = 0;  // plans->evicted_bytes() when the heap was last trimmed
+  // The heap a plan's kernels take, per decision it made: measured around planning,
+  // except after a plan made mostly of earlier decisions (see plan_for).
+  double kernel_bytes_per_decision = 0;
+  bool last_plan_mostly_reused = false;
   std::vector<ValueDesc> input_descs, output_descs;
 
   std::unique_ptr<PlanCache> plans;
@@ -257,6 +261,9 @@ void Session::Impl::log_plan(const Plan& plan, double milliseconds) const {
   char ms[32];
   std::snprintf(ms, sizeof ms, "%.2f", milliseconds);
   line += " in " + std::string(ms) + " ms: " + std::to_string(plan.steps.size()) + " steps";
+  if (plan.nodes_reused)
+    line += ", " + std::to_string(plan.nodes_reused) + " of " + std::to_string(plan.nodes_reused + plan.nodes_decided) +
+            " nodes as earlier plans decided";
   for (const auto& [device, bytes] : plan.arena_bytes)
     line += ", " + device.to_string() + " arena " + std::to_string(bytes) + " bytes (" +
             std::to_string(plan.node_steps_on(device)) + " nodes)";
@@ -340,13 +347,24 @@ std::shared_ptr<const Plan> Session::Impl::plan_for(std::span<const Tensor> inpu
   }
   const auto start = std::chrono::steady_clock::now();
   // The plan's kernels: what the heap grew by, less the weights packed meanwhile (which
-  // the session keeps, and reports apart).
+  // the session keeps, and reports apart). Measuring walks the whole heap, a millisecond
+  // in a long-running process, more than the plan itself when it is made mostly of
+  // earlier plans' decisions (a generation loop's next token): after such a plan, the
+  // next is charged the bytes per decision last measured for each decision it makes.
   auto heap_less_packed = [&] {
     return static_cast<int64_t>(heap_bytes_besides_blocks()) - static_cast<int64_t>(weights.packed().bytes());
   };
-  const int64_t heap_before = heap_less_packed();
+  const bool measure = !last_plan_mostly_reused;
+  const int64_t heap_before = measure ? heap_less_packed() : 0;
   std::unique_ptr<Plan> plan = build_plan(graph, shapes, backends, weights, planner_options, &node_decisions);
-  plan->kernel_bytes = static_cast<size_t>(std::max<int64_t>(heap_less_packed() - heap_before, 0));
+  if (measure) {
+    plan->kernel_bytes = static_cast<size_t>(std::max<int64_t>(heap_less_packed() - heap_before, 0));
+    kernel_bytes_per_decision =
+        static_cast<double>(plan->kernel_bytes) / static_cast<double>(std::max<size_t>(plan->nodes_decided, 1));
+  } else {
+    plan->kernel_bytes = static_cast<size_t>(kernel_bytes_per_decision * static_cast<double>(plan->nodes_decided));
+  }
+  last_plan_mostly_reused = plan->nodes_reused > plan->nodes_decided;
   log_plan(*plan, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   warn_if_mostly_on_host(*plan);
   give_back_packed_originals(*plan);
