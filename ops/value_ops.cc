@@ -114,11 +114,12 @@ std::vector<std::string> registered_value_ops() {
 }
 
 bool touches_values(const Node& node, const std::unordered_set<std::string>& non_tensors) {
-  if (is_value_op(node)) return true;
   for (const auto& name : node.inputs)
     if (!name.empty() && non_tensors.count(name)) return true;
-  return has_value_subgraph(node);
+  return is_value_node(node);
 }
+
+bool is_value_node(const Node& node) { return is_value_op(node) || has_value_subgraph(node); }
 
 void run_node_on_values(const Node& node, int64_t opset, ValueScope& scope, int num_threads, const RunStop* stop) {
   std::vector<Value> holders(node.inputs.size());

@@ -69,6 +69,9 @@ std::vector<std::string> registered_value_ops();  // for --list-ops
 // whose declared inputs or outputs are sequences or optionals (an If yielding a
 // sequence, a Loop carrying one).
 bool touches_values(const Node& node, const std::unordered_set<std::string>& non_tensors);
+// The part of touches_values that is the node's own: its op or its subgraphs make or
+// read sequences, optionals or maps (a fact of the node, whatever its inputs are).
+bool is_value_node(const Node& node);
 
 // Runs `node` on values in `scope`, adding its outputs there.
 void run_node_on_values(const Node& node, int64_t opset, ValueScope& scope, int num_threads, const RunStop* stop);

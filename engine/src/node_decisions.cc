@@ -1,5 +1,7 @@
 #include "engine/src/node_decisions.h"
 
+#include "ops/value_ops.h"
+
 #include <cstdint>
 
 namespace ember {
@@ -46,6 +48,12 @@ void NodeDecisions::forget_unused() {
   if (decisions_.size() < 2 * size_after_forgetting_) return;
   std::erase_if(decisions_, [](const auto& entry) { return entry.second.expired(); });
   size_after_forgetting_ = decisions_.size();
+}
+
+bool NodeDecisions::is_value_node(const Node& node) {
+  auto [it, added] = value_nodes_.try_emplace(&node, false);
+  if (added) it->second = ember::is_value_node(node);
+  return it->second;
 }
 
 }  // namespace ember

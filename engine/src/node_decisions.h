@@ -69,9 +69,13 @@ class NodeDecisions {
   // have been added since the last time that most may be such.
   void forget_unused();
   size_t size() const { return decisions_.size(); }
+  // is_value_node (ops/value_ops.h) of a node of the session's graph, found once: every
+  // plan asks it of every node.
+  bool is_value_node(const Node& node);
 
  private:
   std::unordered_map<std::string, std::weak_ptr<const NodeDecision>> decisions_;
+  std::unordered_map<const Node*, bool> value_nodes_;
   size_t size_after_forgetting_ = 0;
 };
 

@@ -140,8 +140,6 @@ class PlanBuilder {
   std::unordered_set<int> aliased_;  // values another value aliases (set_alias)
   std::vector<const Graph*> inlined_;  // If branches inlined into this plan
   NodeDecisions* decisions_ = nullptr;
-  // This plan's folded values by address, for the decisions whose kernels read them.
-  std::unordered_map<const Tensor*, std::shared_ptr<const Tensor>> folded_owners_;
 };
 
 }  // namespace ember

@@ -167,7 +167,8 @@ const Tensor* PlanBuilder::known_value(int id) const {
 void PlanBuilder::add_node(const Node& node) {
   const int64_t opset = graph_.opset(node.domain);
   if (!plan_->eager.empty()) return add_eager(node, opset);
-  if (touches_values(node, eager_values_)) {
+  const bool value_node = decisions_ && is_top_level(node) ? decisions_->is_value_node(node) : is_value_node(node);
+  if (value_node || (!eager_values_.empty() && touches_values(node, eager_values_))) {
     plan_->notes.push_back(node.label() + " and the nodes after it run eagerly: it reads or makes a sequence, an optional or a map");
     return add_eager(node, opset);
   }
@@ -204,10 +205,9 @@ void PlanBuilder::add_node(const Node& node) {
     plan_->notes.push_back(node.label() + " and the nodes after it run eagerly: it reads or makes string tensors");
     return add_eager(node, opset);
   }
-  auto decision = std::make_shared<NodeDecision>();
-  decision->out_types = out_types;
-  if (fold(node, opset, in_ids, types, values, all_known, decision->folded)) {
-    if (remembered) remember(signature.key(), std::move(decision));
+  std::vector<std::shared_ptr<const Tensor>> folded;
+  if (fold(node, opset, in_ids, types, values, all_known, folded)) {
+    if (remembered) remember(signature.key(), std::make_shared<NodeDecision>(NodeDecision{out_types, std::move(folded)}));
     return;
   }
   std::vector<Device> in_devices;
@@ -233,14 +233,16 @@ void PlanBuilder::add_node(const Node& node) {
     return;
   }
   if (remembered) {
+    auto decision = std::make_shared<NodeDecision>();
+    decision->out_types = out_types;
     decision->backend = choice.backend;
     decision->entry = choice.entry;
     decision->kernel = choice.kernel;
     decision->workspace = choice.workspace;
     decision->note = choice.note;
     for (const Tensor* v : values)
-      if (auto owner = folded_owners_.find(v); v && owner != folded_owners_.end())
-        decision->kernel_inputs.push_back(owner->second);
+      for (const auto& folded_value : plan_->folded)
+        if (v && folded_value.get() == v) decision->kernel_inputs.push_back(folded_value);
     remember(signature.key(), std::move(decision));
   }
   place(node, std::move(choice), in_ids, out_types);
@@ -346,7 +348,6 @@ bool PlanBuilder::fold(const Node& node, int64_t opset, const std::vector<int>& 
 
 void PlanBuilder::add_folded(const std::string& name, const std::shared_ptr<const Tensor>& t) {
   plan_->folded.push_back(t);
-  folded_owners_[t.get()] = t;
   int id = new_value(name, {t->dtype(), t->shape()}, Device{}, Storage::Constant);
   plan_->values[id].constant = t.get();
   ids_[name] = id;
