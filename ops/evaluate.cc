@@ -107,9 +107,12 @@ std::vector<Tensor> evaluate_decomposition(const Node& node, const Graph& parts,
 
 }  // namespace
 
-std::vector<Tensor> evaluate_node(const Node& node, int64_t opset,
-                                  const std::vector<const Tensor*>& inputs, int num_threads,
-                                  const std::unordered_map<std::string, Tensor>* scope, const RunStop* stop) {
+namespace {
+
+// evaluate_node, with the output types given when `output_types` is not nullptr.
+std::vector<Tensor> evaluate(const Node& node, int64_t opset, const std::vector<const Tensor*>& inputs,
+                             int num_threads, const std::unordered_map<std::string, Tensor>* scope,
+                             const RunStop* stop, const std::vector<TensorType>* output_types) {
   if (moves_strings(node, inputs)) return move_strings(node, opset, inputs, num_threads, stop);
   std::vector<TensorType> types(node.inputs.size());
   std::vector<const Tensor*> values(node.inputs.size(), nullptr);
@@ -122,6 +125,7 @@ std::vector<Tensor> evaluate_node(const Node& node, int64_t opset,
   const bool sizes_own_outputs = !entries.empty() && entries[0]->flags.sizes_own_outputs;
   KernelInit init{node, opset, Device{}, types, values,
                   sizes_own_outputs ? std::vector<TensorType>(node.outputs.size())
+                  : output_types    ? *output_types
                                     : infer_node(node, opset, types, values)};
   init.num_threads = num_threads;
 
@@ -161,6 +165,19 @@ std::vector<Tensor> evaluate_node(const Node& node, int64_t opset,
   args.stop = stop;
   kernel->run(args);
   return outputs;
+}
+
+}  // namespace
+
+std::vector<Tensor> evaluate_node(const Node& node, int64_t opset, const std::vector<const Tensor*>& inputs,
+                                  int num_threads, const std::unordered_map<std::string, Tensor>* scope,
+                                  const RunStop* stop) {
+  return evaluate(node, opset, inputs, num_threads, scope, stop, nullptr);
+}
+
+std::vector<Tensor> evaluate_inferred_node(const Node& node, int64_t opset, const std::vector<const Tensor*>& inputs,
+                                           const std::vector<TensorType>& output_types) {
+  return evaluate(node, opset, inputs, 1, nullptr, nullptr, &output_types);
 }
 
 NodeEvaluator cpu_node_evaluator() {

@@ -26,6 +26,11 @@ std::vector<Tensor> evaluate_node(const Node& node, int64_t opset,
                                   const std::unordered_map<std::string, Tensor>* scope = nullptr,
                                   const RunStop* stop = nullptr);
 
+// evaluate_node for a caller that has inferred the node's output types already (the
+// planner folding a node): they are not inferred again.
+std::vector<Tensor> evaluate_inferred_node(const Node& node, int64_t opset, const std::vector<const Tensor*>& inputs,
+                                           const std::vector<TensorType>& output_types);
+
 // Output types of a node for these input types/values, by the op's schema.
 std::vector<TensorType> infer_node(const Node& node, int64_t opset,
                                    const std::vector<TensorType>& input_types,

@@ -62,9 +62,9 @@ class PlanBuilder {
   void add_node(const Node& node);
   // Folds the node when its outputs are known now; `folded` gets them (each output,
   // empty where absent).
-  bool fold(const Node& node, int64_t opset, const std::vector<int>& in_ids,
-            const std::vector<TensorType>& types, const std::vector<const Tensor*>& values,
-            bool all_known, std::vector<std::shared_ptr<const Tensor>>& folded);
+  bool fold(const Node& node, int64_t opset, const std::vector<TensorType>& types,
+            const std::vector<const Tensor*>& values, const std::vector<TensorType>& out_types, bool all_known,
+            std::vector<std::shared_ptr<const Tensor>>& folded);
   void add_folded(const std::string& name, const std::shared_ptr<const Tensor>& t);
   struct Choice {
     Backend* backend = nullptr;  // nullptr: nothing can run the node, see `reasons`

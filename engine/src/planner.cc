@@ -206,7 +206,7 @@ void PlanBuilder::add_node(const Node& node) {
     return add_eager(node, opset);
   }
   std::vector<std::shared_ptr<const Tensor>> folded;
-  if (fold(node, opset, in_ids, types, values, all_known, folded)) {
+  if (fold(node, opset, types, values, out_types, all_known, folded)) {
     if (remembered) remember(signature.key(), std::make_shared<NodeDecision>(NodeDecision{out_types, std::move(folded)}));
     return;
   }
@@ -326,8 +326,8 @@ void PlanBuilder::read_eagerly(const std::string& name) {
 // Evaluates now, on the host, a node whose result is already determined: its inputs
 // are constants, or it only reads shapes (Shape, Size). This is what turns the
 // Shape->Gather->Concat->Reshape chains of exported models into constants.
-bool PlanBuilder::fold(const Node& node, int64_t opset, const std::vector<int>& in_ids,
-                       const std::vector<TensorType>& types, const std::vector<const Tensor*>& values,
+bool PlanBuilder::fold(const Node& node, int64_t opset, const std::vector<TensorType>& types,
+                       const std::vector<const Tensor*>& values, const std::vector<TensorType>& out_types,
                        bool all_known, std::vector<std::shared_ptr<const Tensor>>& folded) {
   const bool reads_only_shape =
       node.domain.empty() && (node.op_type == "Shape" || node.op_type == "Size");
@@ -338,7 +338,7 @@ bool PlanBuilder::fold(const Node& node, int64_t opset, const std::vector<int>& 
     shape_only.push_back(Tensor::view(types[0].dtype, types[0].shape, nullptr));
     inputs[0] = &shape_only[0];
   }
-  std::vector<Tensor> outputs = evaluate_node(node, opset, inputs, 1);
+  std::vector<Tensor> outputs = evaluate_inferred_node(node, opset, inputs, out_types);
   for (size_t i = 0; i < node.outputs.size(); ++i) {
     folded.push_back(std::make_shared<const Tensor>(std::move(outputs[i])));
     if (!node.outputs[i].empty() && !folded.back()->empty()) add_folded(node.outputs[i], folded.back());
