@@ -66,7 +66,7 @@ step cuda_kernels "$tests/test_ops_cuda" --gtest_brief=1
 step cuda_sessions "$tests/test_engine_cuda" --gtest_brief=1
 # Every builder but silero_vad's, which fetches its ONNX file from PyPI (GPU machines
 # may have no network).
-models=default,resnet50,mobilenetv2,mobilenetv3,efficientnet,convnext,vit,bert,gpt2,llama
+models=default,resnet50,mobilenetv2,mobilenetv3,efficientnet,convnext,vit,bert,gpt2,llama,llama_kv
 step models_fp32 python3 tests/models/check_models.py --infer "$bin/infer" --work "$work/models" --device cuda --models $models
 step models_fp16 python3 tests/models/check_models.py --infer "$bin/infer" --work "$work/models" --device cuda --precision fp16 --models $models
 step models_bf16 python3 tests/models/check_models.py --infer "$bin/infer" --work "$work/models" --device cuda --precision bf16 --models $models
