@@ -77,7 +77,10 @@ def repeat_kv(g, x, b, s):
     return g.op("Reshape", [x, concat_shape(g, [b, HEADS, s, HEAD_DIM])])
 
 
-def attention(g, x, cos, sin, mask, prefix):
+def attention(g, x, cos, sin, mask, prefix, past=None):
+    """`past`: (past keys, past values, layer index) in a decoder with a key/value cache
+    (llama_kv.py): the new keys and values are appended to them as the graph outputs
+    present.<i>.key/value, and the queries attend to the whole cache."""
     with g.scope("self_attn"):
         b = unsqueeze0(g, shape_dim(g, x, 0))
         s = unsqueeze0(g, shape_dim(g, x, 1))
@@ -85,7 +88,13 @@ def attention(g, x, cos, sin, mask, prefix):
         k = heads(g, linear(g, x, HIDDEN, KV_HEADS * HEAD_DIM, f"{prefix}.k_proj"), b, s, KV_HEADS)
         v = heads(g, linear(g, x, HIDDEN, KV_HEADS * HEAD_DIM, f"{prefix}.v_proj"), b, s, KV_HEADS)
         q, k = apply_rotary(g, q, cos, sin), apply_rotary(g, k, cos, sin)
-        k, v = repeat_kv(g, k, b, s), repeat_kv(g, v, b, s)
+        keys = s
+        if past is not None:
+            past_k, past_v, i = past
+            k = g.op("Concat", [past_k, k], axis=2, out=f"present.{i}.key")
+            v = g.op("Concat", [past_v, v], axis=2, out=f"present.{i}.value")
+            keys = unsqueeze0(g, shape_dim(g, k, 2))
+        k, v = repeat_kv(g, k, b, keys), repeat_kv(g, v, b, keys)
         scores = g.op("MatMul", [q, g.op("Transpose", [k], perm=[0, 1, 3, 2])])
         scores = g.op("Add", [g.op("Mul", [scores, g.const(1.0 / math.sqrt(HEAD_DIM))]), mask])
         probs = g.op("Softmax", [scores], axis=-1)

@@ -23,8 +23,7 @@ import numpy as np
 from onnx import TensorProto, numpy_helper
 
 from builders.common import GraphBuilder, build_cached, concat_shape, main, shape_dim, unsqueeze0
-from llama import (HEAD_DIM, HEADS, HIDDEN, INTERMEDIATE, KV_HEADS, LAYERS, MIN_VALUE, ROPE_THETA, VOCAB, apply_rotary,
-                   heads, linear, mlp, repeat_kv, rms_norm)
+from llama import HEAD_DIM, HIDDEN, KV_HEADS, LAYERS, MIN_VALUE, ROPE_THETA, VOCAB, attention, mlp, rms_norm
 
 NAME = "llama_kv"
 NEW_TOKENS = 1  # what make_inputs gives: one generation step
@@ -56,27 +55,6 @@ def attention_mask_4d(g, input_ids, attention_mask):
         return g.op("Where", [padding, g.const(MIN_VALUE), causal])
 
 
-def attention(g, x, cos, sin, mask, past_k, past_v, i):
-    prefix = f"model.layers.{i}.self_attn"
-    with g.scope("self_attn"):
-        b = unsqueeze0(g, shape_dim(g, x, 0))
-        s = unsqueeze0(g, shape_dim(g, x, 1))
-        q = heads(g, linear(g, x, HIDDEN, HIDDEN, f"{prefix}.q_proj"), b, s, HEADS)
-        k = heads(g, linear(g, x, HIDDEN, KV_HEADS * HEAD_DIM, f"{prefix}.k_proj"), b, s, KV_HEADS)
-        v = heads(g, linear(g, x, HIDDEN, KV_HEADS * HEAD_DIM, f"{prefix}.v_proj"), b, s, KV_HEADS)
-        q, k = apply_rotary(g, q, cos, sin), apply_rotary(g, k, cos, sin)
-        k = g.op("Concat", [past_k, k], axis=2, out=f"present.{i}.key")
-        v = g.op("Concat", [past_v, v], axis=2, out=f"present.{i}.value")
-        t = unsqueeze0(g, shape_dim(g, k, 2))
-        k, v = repeat_kv(g, k, b, t), repeat_kv(g, v, b, t)
-        scores = g.op("MatMul", [q, g.op("Transpose", [k], perm=[0, 1, 3, 2])])
-        scores = g.op("Add", [g.op("Mul", [scores, g.const(1.0 / math.sqrt(HEAD_DIM))]), mask])
-        probs = g.op("Softmax", [scores], axis=-1)
-        ctx = g.op("Transpose", [g.op("MatMul", [probs, v])], perm=[0, 2, 1, 3])
-        ctx = g.op("Reshape", [ctx, concat_shape(g, [b, s, HIDDEN])])
-        return linear(g, ctx, HIDDEN, HIDDEN, f"{prefix}.o_proj", 1.0 / math.sqrt(HIDDEN * LAYERS))
-
-
 def build_model(batch_dim="batch"):
     g = GraphBuilder(NAME, seed=2023)  # llama.py's seed and weight order: the same weights
     input_ids = g.input("input_ids", TensorProto.INT64, [batch_dim, "sequence"])
@@ -94,7 +72,7 @@ def build_model(batch_dim="batch"):
             prefix = f"model.layers.{i}"
             with g.scope(f"layers.{i}"):
                 normed = rms_norm(g, x, f"{prefix}.input_layernorm")
-                x = g.op("Add", [x, attention(g, normed, cos, sin, mask, *past[i], i)])
+                x = g.op("Add", [x, attention(g, normed, cos, sin, mask, f"{prefix}.self_attn", (*past[i], i))])
                 x = g.op("Add", [x, mlp(g, rms_norm(g, x, f"{prefix}.post_attention_layernorm"), f"{prefix}.mlp")])
         x = rms_norm(g, x, "model.norm")
     lm_head = g.weight("lm_head.weight_t", g.normal((HIDDEN, VOCAB), 1.0 / math.sqrt(HIDDEN)))

@@ -131,6 +131,13 @@ Node node(const char* op, std::vector<std::string> in, std::string out) {
   return n;
 }
 
+// A node of the standard domain.
+Node onnx_node(const char* op, std::vector<std::string> in, std::string out) {
+  Node n = node(op, std::move(in), std::move(out));
+  n.domain = "";
+  return n;
+}
+
 // x -> Scale2 -> a -> AddOne -> b -> View -> v -> Scale2 -> c ; Scale2(x) -> d
 // outputs: c, a, d
 Graph mixed_graph() {
@@ -464,18 +471,8 @@ TEST(Planner, FoldedValuesReadOnTheDeviceAreUploadedPerPlan) {
   g.opset_imports[kDomain] = 1;
   g.opset_imports[""] = 17;
   g.inputs.push_back({"x", DType::Float32, {{-1, "n"}}, true});
-  Node shape;
-  shape.name = "shape_node";
-  shape.op_type = "Shape";
-  shape.inputs = {"x"};
-  shape.outputs = {"s"};
-  Node fill = shape;
-  fill.name = "fill_node";
-  fill.op_type = "ConstantOfShape";
-  fill.inputs = {"s"};
-  fill.outputs = {"zeros"};
-  Node add = node("AddXY", {"x", "zeros"}, "y");
-  g.nodes = {shape, fill, add};
+  g.nodes = {onnx_node("Shape", {"x"}, "s"), onnx_node("ConstantOfShape", {"s"}, "zeros"),
+             node("AddXY", {"x", "zeros"}, "y")};
   g.outputs.push_back({"y", DType::Float32, {}, false});
   for (int64_t n : {3, 5}) {
     auto plan = build_plan(g, std::vector<Shape>{{n}}, f.backends, f.weights, {});
@@ -505,18 +502,8 @@ Graph two_input_graph() {
   Tensor length(DType::Int64, {1});
   length.data_as<int64_t>()[0] = 2048;
   g.initializers["length"] = length;
-  Node fill;
-  fill.name = "zeros_node";
-  fill.op_type = "ConstantOfShape";
-  fill.inputs = {"length"};
-  fill.outputs = {"zeros"};
-  Node shape = fill;
-  shape.name = "s_node";
-  shape.op_type = "Shape";
-  shape.inputs = {"zeros"};
-  shape.outputs = {"s"};
-  g.nodes = {fill, shape, node("Scale2", {"x"}, "a"), node("AddKeptScalar", {"a", "s"}, "b"),
-             node("Scale2", {"y"}, "c")};
+  g.nodes = {onnx_node("ConstantOfShape", {"length"}, "zeros"), onnx_node("Shape", {"zeros"}, "s"),
+             node("Scale2", {"x"}, "a"), node("AddKeptScalar", {"a", "s"}, "b"), node("Scale2", {"y"}, "c")};
   for (const char* out : {"b", "c"}) g.outputs.push_back({out, DType::Float32, {}, false});
   return g;
 }
