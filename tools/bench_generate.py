@@ -2,6 +2,7 @@
 """A generation loop, ember against ONNX Runtime: a decoder with past key/values run one
 token at a time, each step's `present.*` fed back as the next step's `past_key_values.*`.
 
+    python3 models/llama_kv.py --out build/models   # once (check_models.py builds it too)
     PYTHONPATH=build/python python3 tools/bench_generate.py [--model build/models/llama_kv.onnx]
         [--prompt 32] [--steps 64] [--rounds 3] [--threads 2]
 
