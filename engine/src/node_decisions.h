@@ -14,7 +14,6 @@
 #include <ember/core/tensor.h>
 
 #include <memory>
-#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
