@@ -11,8 +11,9 @@ stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/bin" "$stage/lib"
 cp build/infer build/tests/test_ops_cuda build/tests/test_engine_cuda "$stage/bin/"
-# libember under its soname (what the programs ask for), the module beside it.
-cp -L build/libember.so.0 build/libember_cuda.so "$stage/lib/"
+# libember under its soname (what the programs ask for), the module beside it, and the
+# OpenMP wait-policy shim the programs link.
+cp -L build/libember.so.0 build/libember_cuda.so build/libember_openmp_spin.so "$stage/lib/"
 # Every library ember needs that is neither the C/C++ runtime nor part of CUDA.
 for lib in $(ldd build/infer build/libember.so.0 build/libember_cuda.so | awk '/=> \//{print $3}' | sort -u); do
   case "$(basename "$lib")" in
