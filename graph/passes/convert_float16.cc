@@ -214,6 +214,7 @@ class Converter {
     for (Node& n : g_.nodes) own_subgraphs(n);
     collect_names();
     infer_dtypes();
+    keep_angles_float32();
     classify_and_collect();
     materialize();
     return summary_;
@@ -273,10 +274,47 @@ class Converter {
     return false;
   }
 
+  // Sin and Cos of a value computed from integers and constants alone (rotary and
+  // sinusoidal position embeddings: position x frequency) need the angle's absolute
+  // precision, which a 16-bit float lacks for large angles: at position 128 a float16
+  // angle is off by up to 0.06 rad, a bfloat16 one by 0.5. Such a Sin/Cos and every
+  // node computing its angle stay float32 (positions and frequencies: small tensors, no
+  // activations); their results, in [-1, 1], are cast where converted nodes read them.
+  void keep_angles_float32() {
+    std::unordered_set<std::string> from_constants;  // float32 values of integers and constants alone
+    std::unordered_map<std::string, size_t> producer;
+    for (const auto& [name, t] : g_.initializers)
+      if (t.dtype() == DType::Float32) from_constants.insert(name);
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      const Node& n = g_.nodes[i];
+      bool derived = !has_subgraph(n);
+      for (size_t k = 0; k < n.inputs.size() && derived; ++k)
+        derived = !is_float32(n.inputs[k]) || slot_kind(n, k) == Slot::Any || from_constants.count(n.inputs[k]);
+      for (const auto& out : n.outputs) {
+        producer[out] = i;
+        if (derived && is_float32(out)) from_constants.insert(out);
+      }
+    }
+    std::vector<size_t> pending;
+    for (size_t i = 0; i < g_.nodes.size(); ++i) {
+      const Node& n = g_.nodes[i];
+      if ((is(n, "Sin") || is(n, "Cos")) && from_constants.count(n.inputs[0])) pending.push_back(i);
+    }
+    while (!pending.empty()) {
+      const size_t i = pending.back();
+      pending.pop_back();
+      if (!angle_nodes_.insert(i).second) continue;
+      for (const auto& in : g_.nodes[i].inputs) {
+        auto p = producer.find(in);
+        if (p != producer.end() && from_constants.count(in)) pending.push_back(p->second);
+      }
+    }
+  }
+
   // A node is converted when it has float32 values, nothing keeps it, and every
   // float32 output follows from a converted input or an attribute this pass rewrites.
-  bool convertible(const Node& n) const {
-    if (must_stay_float32(n) || (keep_ && keep_(n))) return false;
+  bool convertible(const Node& n, size_t index) const {
+    if (must_stay_float32(n) || (keep_ && keep_(n)) || angle_nodes_.count(index)) return false;
     if (is_standard(n) && (n.op_type == "Cast" || n.op_type == "Constant" || n.op_type == "ConstantOfShape" ||
                            n.op_type == "RandomNormal" || n.op_type == "RandomUniform" ||
                            n.op_type == "EyeLike" || n.op_type == "RandomNormalLike" ||
@@ -356,7 +394,7 @@ class Converter {
       Node& n = g_.nodes[i];
       // A node with a subgraph may read outer float values without having any itself.
       if (!is_float_node(n) && !has_subgraph(n)) continue;
-      const bool converted = convertible(n);
+      const bool converted = convertible(n, i);
       if (is_float_node(n)) ++(converted ? summary_.converted_nodes : summary_.kept_nodes);
       collect_node(n, static_cast<int>(i), converted);
     }
@@ -495,6 +533,7 @@ class Converter {
   std::unordered_map<std::string, ValueUse> uses_;
   std::vector<std::string> order_;  // uses_ keys in first-seen order: deterministic output
   std::unordered_set<std::string> names_;
+  std::unordered_set<size_t> angle_nodes_;  // Sin/Cos of positions and their angles' nodes: float32
   DType target_;        // Float16 or BFloat16
   std::string suffix_;  // of the names of converted copies and casts
   Float16Summary summary_;

@@ -282,6 +282,43 @@ TEST(ConvertFloat16, ToBFloat16SaturatesOnlyPastItsRange) {
   EXPECT_EQ(cast_to(*find_node(g, "xc")), int64_t(DType::BFloat16));
 }
 
+// Rotary / sinusoidal position embeddings: cos and sin of position x frequency. At
+// position 1999 a float16 angle is off by up to 0.5 rad and a bfloat16 one by 4, so the
+// angle's computation from the integer positions stays float32; a Sin of activations
+// still converts.
+TEST(ConvertFloat16, AnglesComputedFromPositionsStayFloat32) {
+  for (DType target : {DType::Float16, DType::BFloat16}) {
+    std::mt19937 rng(6);
+    Graph g = graph_with_input("x");
+    g.inputs.push_back({"pos", DType::Int64, {}, false});
+    g.initializers["freq"] = from_values(DType::Float32, {4}, {1.0f, 0.31f, 0.1f, 0.0316f});
+    Node cast = make_node("Cast", {"pos"}, {"p"});
+    cast.attributes.set_int("to", int64_t(DType::Float32));
+    g.nodes = {cast,
+               make_node("Mul", {"p", "freq"}, {"angle"}),
+               make_node("Cos", {"angle"}, {"cos"}),
+               make_node("Sin", {"angle"}, {"sin"}),
+               make_node("Mul", {"x", "cos"}, {"xc"}),
+               make_node("Sin", {"x"}, {"sx"}),
+               make_node("Mul", {"sx", "sin"}, {"xs"}),
+               make_node("Add", {"xc", "xs"}, {"y"})};
+    g.outputs.push_back({"y", DType::Float32, {}, false});
+    Tensor pos(DType::Int64, {64, 1});
+    for (int64_t i = 0; i < 64; ++i) pos.data_as<int64_t>()[i] = 1999 - 31 * i;
+    const std::vector<Tensor> in = {random_tensor({64, 4}, rng), pos};
+    const auto before = run_graph(g, in);
+    const Float16Summary s = convert_to_reduced_float(g, target);
+    EXPECT_EQ(s.kept_nodes, 4);  // Cast, the angle's Mul, Cos, Sin
+    EXPECT_EQ(cast_to(*find_node(g, "p")), int64_t(DType::Float32));
+    EXPECT_EQ(g.initializers.at("freq").dtype(), DType::Float32);
+    for (const char* out : {"angle", "cos", "sin"}) EXPECT_EQ(find_node(g, out)->inputs[0].find("/"), std::string::npos) << out;
+    EXPECT_NE(find_node(g, "sx")->inputs[0], "x");  // the activations' Sin reads x in 16 bits
+    const auto after = run_graph(g, in);
+    // Products and a sum of values within [-4, 4] rounded to 11 (float16) or 8 (bfloat16) bits.
+    EXPECT_LE(scale_error(after[0], before[0]), target == DType::Float16 ? 2e-3 : 1.6e-2) << int(target);
+  }
+}
+
 TEST(ConvertFloat16, ResizeScalesAndLayerNormStatisticsStayFloat32) {
   std::mt19937 rng(4);
   Graph g = graph_with_input();

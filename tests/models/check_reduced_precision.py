@@ -51,9 +51,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import check_models as cm  # noqa: E402  (same folder; it also puts models/ on the path)
 
-MODELS = ("resnet50", "mobilenetv2", "mobilenetv3", "convnext", "efficientnet", "vit", "bert", "gpt2", "llama")
-# quick: one case per model (batch 2, and sequence 37 for the transformers).
-QUICK = {name: [(2, 37 if name in ("bert", "gpt2", "llama") else None)] for name in MODELS}
+MODELS = ("resnet50", "mobilenetv2", "mobilenetv3", "convnext", "efficientnet", "vit", "bert", "gpt2", "llama",
+          "llama_kv")
+# quick: one case per model (batch 2; sequence 37 for BERT and GPT-2, 128 for the Llama
+# decoders, whose rotary angles grow with the position).
+QUICK = {name: [(2, 37 if name in ("bert", "gpt2") else 128 if name.startswith("llama") else None)]
+         for name in MODELS}
 
 
 def cases(name, models_dir, work, which):
@@ -180,7 +183,7 @@ def main():
     parser.add_argument("--models", default=",".join(MODELS), help=f"subset of {','.join(MODELS)}")
     parser.add_argument("--device", default="cpu", help="ember's device: cpu, cuda, cuda:N")
     parser.add_argument("--cases", default="quick", choices=["quick", "all"],
-                        help="quick: batch 2 (sequence 37); all: every case of check_models.py")
+                        help="quick: batch 2 (sequence 37, Llama 128); all: every case of check_models.py")
     args = parser.parse_args()
     names = [m for m in args.models.split(",") if m]
     unknown = [m for m in names if m not in MODELS]
