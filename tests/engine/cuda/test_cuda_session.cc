@@ -216,6 +216,26 @@ TEST(CudaSession, CudaGraphReplaysGiveTheSameResults) {
   }
 }
 
+// Every new batch is a new plan; plans share the kernels of nodes whose inputs did not
+// change, and evicting a plan (a cache of two) must leave the kernels other plans hold.
+TEST(CudaSession, PlansOfManyShapesShareKernelsAndMatchTheCpu) {
+  REQUIRE_GPU();
+  for (bool cuda_graph : {false, true}) {
+    Session cpu(kModel);
+    Session gpu(kModel, SessionOptions{.device = "cuda", .cuda_graph = cuda_graph, .plan_cache_max_plans = 2});
+    for (int64_t batch : {1, 3, 8, 3, 1, 5, 8, 1}) {
+      const Tensor x = input_for(cpu, batch);
+      const auto want = cpu.run({{cpu.inputs()[0].name, x}});
+      for (int repeat = 0; repeat < 2; ++repeat) {
+        const auto got = gpu.run({{gpu.inputs()[0].name, x}});
+        ASSERT_EQ(got.size(), want.size());
+        for (size_t i = 0; i < got.size(); ++i)
+          EXPECT_LE(relative_error(got[i], want[i]), 1e-3) << "batch " << batch << " cuda_graph " << cuda_graph;
+      }
+    }
+  }
+}
+
 TEST(CudaSession, SteadyStateRunsAllocateNoDeviceMemory) {
   REQUIRE_GPU();
   for (bool cuda_graph : {false, true}) {
