@@ -1,0 +1,146 @@
+#!/usr/bin/env python3
+"""Any ONNX files: ember's `infer` against ONNX Runtime (float32, CPU) on random inputs.
+
+    check_onnx_files.py --infer PATH [--device cpu|cuda] [--precision fp32|fp16|bf16]
+                        [--dims batch=2,sequence=16] [--work DIR] MODEL.onnx ...
+
+For exporter output (tools/export_torchvision.py, a transformers export) rather than
+the builders check_models.py knows: the inputs come from each file's declared inputs
+(symbolic dims from --dims, default 2), float inputs standard normal, integer inputs
+0 or 1 (valid token ids and token types), except inputs named *mask*, all ones (a
+row masked entirely has no defined softmax), booleans random. Each output is
+judged by max |ember - ort| / max |ort|:
+float32 <= 1e-3 (a GPU's summation order; the CPU lands far under), fp16 <= 1e-2,
+bf16 <= 5e-2, the tolerances check_models.py states and explains. An output that ONNX
+Runtime computes as all zeros (an untrained classifier head) must be zeros, within
+1e-6. Prints one line per file and `N passed, M failed`; exits 1 if any failed.
+"""
+import argparse
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import check_models as cm  # noqa: E402  (same folder)
+
+TOLERANCE = {"fp32": cm.GPU_TOLERANCE, "fp16": cm.FP16_TOLERANCE, "bf16": cm.BF16_TOLERANCE}
+ZERO_ATOL = 1e-6
+NUMPY_TYPES = {"tensor(float)": np.float32, "tensor(double)": np.float64, "tensor(int64)": np.int64,
+               "tensor(int32)": np.int32, "tensor(bool)": np.bool_}
+
+
+def parse_dims(text):
+    dims = {}
+    for item in filter(None, text.split(",")):
+        name, _, value = item.partition("=")
+        if not value.isdigit():
+            raise argparse.ArgumentTypeError(f"--dims {item!r}: expected NAME=INTEGER")
+        dims[name] = int(value)
+    return dims
+
+
+def random_inputs(session, dims, rng):
+    inputs = {}
+    for meta in session.get_inputs():
+        if meta.type not in NUMPY_TYPES:
+            raise ValueError(f"input {meta.name!r} has type {meta.type}: not one this check can make")
+        shape = [d if isinstance(d, int) else dims.get(d, 2) for d in meta.shape]
+        dtype = NUMPY_TYPES[meta.type]
+        if dtype == np.bool_:
+            inputs[meta.name] = rng.random(shape) < 0.5
+        elif np.issubdtype(dtype, np.integer):
+            high = 1 if "mask" in meta.name.lower() else 2
+            inputs[meta.name] = rng.integers(0, high, shape).astype(dtype) + (high == 1)
+        else:
+            inputs[meta.name] = rng.standard_normal(shape).astype(dtype)
+    return inputs
+
+
+def judge(name, actual, expected, tolerance):
+    """(error text, problem or None) for one output."""
+    if actual.shape != expected.shape or actual.dtype != expected.dtype:
+        return "-", (f"{name}: {actual.dtype} {list(actual.shape)}, expected "
+                     f"{expected.dtype} {list(expected.shape)}")
+    if not np.issubdtype(expected.dtype, np.floating):
+        equal = np.array_equal(actual, expected)
+        return ("equal" if equal else "differ"), (None if equal else f"{name}: values differ")
+    a, e = actual.astype(np.float64), expected.astype(np.float64)
+    scale = float(np.max(np.abs(e))) if e.size else 0.0
+    worst = float(np.max(np.abs(a - e))) if e.size else 0.0
+    if np.isnan(worst):
+        return "NaN", f"{name}: NaN where ONNX Runtime has none"
+    if scale == 0.0:
+        return f"zeros, |ember| <= {worst:.1e}", (None if worst <= ZERO_ATOL else
+                                                  f"{name}: ONNX Runtime gives zeros, ember up to {worst:.3g}")
+    err = worst / scale
+    return f"{err:.2e} of {scale:.2e}", (None if err <= tolerance else f"{name}: error {err:.3g} > {tolerance:g}")
+
+
+def check_file(infer, path, args, rng):
+    session = cm.ort_session(path)
+    inputs = random_inputs(session, args.dims, rng)
+    case_dir = os.path.join(args.work, os.path.splitext(os.path.basename(path))[0])
+    os.makedirs(case_dir, exist_ok=True)
+    input_paths = {}
+    for name, array in inputs.items():
+        input_paths[name] = os.path.join(case_dir, f"{cm.escape_name(name)}.npy")
+        np.save(input_paths[name], array)
+    names = [o.name for o in session.get_outputs()]
+    expected = dict(zip(names, session.run(None, inputs)))
+    out, seconds, stderr = cm.run_infer(infer, path, input_paths, os.path.join(case_dir, "out"))
+    errors, problems = [], []
+    if out is None:
+        problems.append(f"infer failed: {stderr}")
+    else:
+        for name in names:
+            text, problem = judge(name, np.load(os.path.join(out, f"{cm.escape_name(name)}.npy")),
+                                  expected[name], TOLERANCE[args.precision])
+            errors.append(f"{name} {text}")
+            if problem:
+                problems.append(problem)
+    verdict = "FAIL" if problems else "PASS"
+    print(f"{os.path.basename(path):<28} {'; '.join(errors) or '-':<48} ember {seconds:6.2f}s  {verdict}",
+          flush=True)
+    for problem in problems:
+        print(f"    {problem}", flush=True)
+    return not problems
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("models", nargs="+", help="ONNX files")
+    parser.add_argument("--infer", required=True, help="path to ember's infer program")
+    parser.add_argument("--device", default="cpu", help="ember's device: cpu, cuda, cuda:N")
+    parser.add_argument("--precision", default="fp32", choices=sorted(TOLERANCE))
+    parser.add_argument("--dims", type=parse_dims, default={}, help="symbolic dims, e.g. batch=2,sequence=16")
+    parser.add_argument("--work", default=os.path.join(cm.REPO, "build", "onnx-files-check"),
+                        help="folder for inputs and outputs")
+    args = parser.parse_args()
+    if not os.access(args.infer, os.X_OK):
+        parser.error(f"--infer {args.infer}: not an executable file")
+    missing = [m for m in args.models if not os.path.isfile(m)]
+    if missing:
+        parser.error(f"no such file: {', '.join(missing)}")
+    cm.EXTRA_INFER_ARGS.extend(["--device", args.device, "--precision", args.precision])
+    infer = os.path.abspath(args.infer)
+    print(f"ember on {args.device} ({args.precision}) vs ONNX Runtime on the CPU (float32); "
+          f"max |ember - ort| / max |ort| <= {TOLERANCE[args.precision]:g}", flush=True)
+    rng = np.random.default_rng(cm.SEED)
+    passed = failed = 0
+    for path in args.models:
+        try:
+            ok = check_file(infer, path, args, rng)
+        except Exception as e:  # ONNX Runtime refusing the file or the inputs made for it
+            print(f"{os.path.basename(path):<28} reference failed: {e}", flush=True)
+            ok = False
+        if ok:
+            passed += 1
+        else:
+            failed += 1
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
