@@ -207,7 +207,12 @@ void PlanBuilder::add_node(const Node& node) {
   }
   std::vector<std::shared_ptr<const Tensor>> folded;
   if (fold(node, opset, types, values, out_types, all_known, folded)) {
-    if (remembered) remember(signature.key(), std::make_shared<NodeDecision>(NodeDecision{out_types, std::move(folded)}));
+    if (remembered) {
+      auto decision = std::make_shared<NodeDecision>();
+      decision->out_types = out_types;
+      decision->folded = std::move(folded);
+      remember(signature.key(), std::move(decision));
+    }
     return;
   }
   std::vector<Device> in_devices;

@@ -172,6 +172,7 @@ void optimize_graph(Graph& graph, const NodeEvaluator& evaluate, bool for_cpu, b
   fold_conv_batchnorm(graph);
   lower_patch_convs(graph);
   fuse_gelu(graph);
+  fuse_rms_norm(graph);
   sink_reshapes(graph);
   simplify_transposes(graph, /*through_scalar_mul=*/for_cpu);
   // The CPU has no fused attention kernel: its attention is oneDNN matmuls reading

@@ -62,6 +62,10 @@ int fuse_bias_activation(Graph& graph, bool for_cpu = false);
 int fold_matmul_transposes(Graph& graph);
 // MatMul(Q, Kt) -> scale -> mask -> Softmax -> MatMul(., V) becomes com.ember ScaledDotProductAttention (with its decomposition).
 int fuse_attention(Graph& graph);
+// RMS normalization spelled out (Pow/ReduceMean/Add/Sqrt/Reciprocal/Mul, transformers'
+// float32 Casts around it, then the weight) becomes com.ember RMSNormalization (with its
+// decomposition): one pass, and row statistics in float32 in every precision.
+int fuse_rms_norm(Graph& graph);
 // Add -> LayerNormalization (the Add's only reader, its statistics unread) becomes
 // com.ember AddLayerNormalization (with its decomposition).
 int fuse_add_layer_norm(Graph& graph);

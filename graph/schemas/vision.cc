@@ -215,6 +215,8 @@ EMBER_SCHEMA("GridSample", "", infer_grid_sample);
 EMBER_SCHEMA("NegativeLogLikelihoodLoss", "", infer_nll_loss);
 EMBER_SCHEMA("SoftmaxCrossEntropyLoss", "", infer_softmax_cross_entropy);
 EMBER_SCHEMA("RMSNormalization", "", infer_rms_norm, parse_row_norm_attributes);
+// The same op for graphs of opsets before 23 (graph/passes/fuse_rms_norm.cc).
+EMBER_SCHEMA("RMSNormalization", "com.ember", infer_rms_norm, parse_row_norm_attributes);
 EMBER_SCHEMA("RotaryEmbedding", "", infer_rotary);
 EMBER_SCHEMA("Attention", "", infer_attention);
 

@@ -10,10 +10,15 @@
 // com.ember AddLayerNormalization (graph/passes/fuse_add_layer_norm.cc) is the same
 // kernel on X + R: each row's sum goes to Y in X's dtype, exactly the decomposition's
 // Add, and is normalized there in place while it is in L1.
+//
+// RMSNormalization (opset 23, and com.ember's for graphs of older opsets: see
+// graph/passes/fuse_rms_norm.cc) is the same kernel with the mean held at zero and no
+// B: each row divided by sqrt(mean(x^2) + epsilon), then scaled.
 #include "graph/schemas/norm.h"
 #include "ops/cpu/parallel.h"
 #include "ops/registry.h"
 
+#include <ember/core/element_types.h>
 #include <ember/core/float16.h>
 
 #include <algorithm>
@@ -27,9 +32,9 @@ namespace {
 
 constexpr int kLanes = 16;  // independent partial sums so the loops vectorize
 
-// The type arithmetic runs in: float for float16 storage, else the storage type.
+// The type arithmetic runs in: float for 16-bit storage, else the storage type.
 template <class T>
-using ComputeOf = std::conditional_t<std::is_same_v<T, Float16>, float, T>;
+using ComputeOf = std::conditional_t<std::is_same_v<T, Float16> || std::is_same_v<T, BFloat16>, float, T>;
 
 template <class C, class T>
 C sum_row(const T* x, int64_t n) {
@@ -88,7 +93,9 @@ Broadcast make_broadcast(const Shape& x, const Shape& p, int64_t axis) {
   return b;
 }
 
-template <class T>
+enum class Norm { Layer, Rms };
+
+template <class T, Norm kNorm = Norm::Layer>
 class LayerNormKernel final : public Kernel {
   using C = ComputeOf<T>;
 
@@ -120,7 +127,7 @@ class LayerNormKernel final : public Kernel {
           for (int64_t j = 0; j < cols_; ++j) sum[j] = T(C(in[j]) + C(add[j]));
           in = sum;
         }
-        const C mean = sum_row<C>(in, cols_) / C(cols_);
+        const C mean = kNorm == Norm::Rms ? C(0) : sum_row<C>(in, cols_) / C(cols_);
         const C inv = C(1) / std::sqrt(squared_deviation(in, cols_, mean) / C(cols_) + C(epsilon_));
         if (mean_out) mean_out[r] = float(mean);
         if (inv_out) inv_out[r] = float(inv);
@@ -160,8 +167,9 @@ class LayerNormKernel final : public Kernel {
 };
 
 // LayerNormalization; kResidual: com.ember AddLayerNormalization (X, R, Scale, B), whose
-// R of another shape than X (a broadcasting Add) is left to the decomposition.
-template <bool kResidual = false>
+// R of another shape than X (a broadcasting Add) is left to the decomposition;
+// Norm::Rms: RMSNormalization (X, Scale).
+template <bool kResidual = false, Norm kNorm = Norm::Layer>
 std::unique_ptr<Kernel> make_layer_norm(KernelInit& init, std::string* why_not) {
   const Shape& x = init.inputs[0].shape;
   const size_t params = kResidual ? 2 : 1;
@@ -181,29 +189,34 @@ std::unique_ptr<Kernel> make_layer_norm(KernelInit& init, std::string* why_not) 
     return nullptr;
   }
   const DType dtype = init.inputs[0].dtype;
-  const bool has_bias = init.inputs.size() > params + 1 && init.inputs[params + 1].present();
+  const bool has_bias = kNorm == Norm::Layer && init.inputs.size() > params + 1 && init.inputs[params + 1].present();
   if (init.inputs[params].dtype != dtype || (has_bias && init.inputs[params + 1].dtype != dtype))
-    init.fail("Scale and B must have the dtype of X");
+    init.fail(kNorm == Norm::Rms ? "Scale must have the dtype of X" : "Scale and B must have the dtype of X");
   const Broadcast scale = make_broadcast(x, init.inputs[params].shape, axis);
   const Broadcast bias = has_bias ? make_broadcast(x, init.inputs[params + 1].shape, axis) : Broadcast{};
   const float epsilon = attributes->epsilon;
-  switch (dtype) {
-    case DType::Float32: return std::make_unique<LayerNormKernel<float>>(rows, cols, epsilon, scale, bias, params);
-    case DType::Float64: return std::make_unique<LayerNormKernel<double>>(rows, cols, epsilon, scale, bias, params);
-    case DType::Float16: return std::make_unique<LayerNormKernel<Float16>>(rows, cols, epsilon, scale, bias, params);
-    default:
-      *why_not = std::string(dtype_name(dtype)) + " is not supported";
-      return nullptr;
-  }
+  std::unique_ptr<Kernel> kernel;
+  dispatch(FloatTypes{}, dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    kernel = std::make_unique<LayerNormKernel<T, kNorm>>(rows, cols, epsilon, scale, bias, params);
+  });
+  if (!kernel) *why_not = std::string(dtype_name(dtype)) + " is not supported";
+  return kernel;
 }
 
 std::unique_ptr<Kernel> make_add_layer_norm(KernelInit& init, std::string* why_not) {
   return make_layer_norm<true>(init, why_not);
 }
 
+std::unique_ptr<Kernel> make_rms_norm(KernelInit& init, std::string* why_not) {
+  return make_layer_norm<false, Norm::Rms>(init, why_not);
+}
+
 }  // namespace
 
 EMBER_KERNEL("LayerNormalization", "", 17, kMaxOpset, DeviceKind::Cpu, make_layer_norm<>);
 EMBER_KERNEL("AddLayerNormalization", "com.ember", 1, kMaxOpset, DeviceKind::Cpu, make_add_layer_norm);
+EMBER_KERNEL("RMSNormalization", "", 23, kMaxOpset, DeviceKind::Cpu, make_rms_norm);
+EMBER_KERNEL("RMSNormalization", "com.ember", 1, kMaxOpset, DeviceKind::Cpu, make_rms_norm);
 
 }  // namespace ember

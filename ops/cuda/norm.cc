@@ -168,6 +168,7 @@ std::unique_ptr<Kernel> make_group_norm(KernelInit& init, std::string* why_not) 
 
 EMBER_KERNEL("LayerNormalization", "", 17, kMaxOpset, DeviceKind::Cuda, make_row_norm<false>);
 EMBER_KERNEL("RMSNormalization", "", 23, kMaxOpset, DeviceKind::Cuda, make_row_norm<true>);
+EMBER_KERNEL("RMSNormalization", "com.ember", 1, kMaxOpset, DeviceKind::Cuda, make_row_norm<true>);
 EMBER_KERNEL("AddLayerNormalization", "com.ember", 1, kMaxOpset, DeviceKind::Cuda, make_add_layer_norm);
 EMBER_KERNEL("InstanceNormalization", "", 1, kMaxOpset, DeviceKind::Cuda, make_group_norm);
 EMBER_KERNEL("GroupNormalization", "", 18, kMaxOpset, DeviceKind::Cuda, make_group_norm);

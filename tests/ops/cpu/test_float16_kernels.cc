@@ -1,4 +1,5 @@
-// float16 in the CPU kernels that compute in float32 and store half: LayerNormalization,
+// float16 in the CPU kernels that compute in float32 and store half: LayerNormalization
+// (and bfloat16 in it and RMSNormalization, last),
 // Softmax / LogSoftmax / Hardmax, and the Reduce family. Each runs on float16 inputs and,
 // as the reference, the float32 kernel on the same float16-rounded values (the float32
 // kernels are checked against plain references in test_norm.cc, test_softmax.cc and
@@ -185,10 +186,32 @@ TEST(Float16Kernels, EmptyReductionsGiveTheOpsIdentity) {
   for (int64_t i = 0; i < 2; ++i) EXPECT_EQ(float(lse[0].data_as<Float16>()[i]), -INFINITY);
 }
 
-// Softmax takes bfloat16 now (the expanded bfloat16 attention functions need it;
-// tests/ops/cpu/test_softmax.cc); LayerNormalization does not yet.
-TEST(Float16Kernels, BFloat16IsStillRefusedWithAReason) {
-  EXPECT_NE(why_refused(layer_norm(-1, false), 17, {{DType::BFloat16, {2, 4}}, {DType::BFloat16, {4}}}), "");
+// LayerNormalization and RMSNormalization take bfloat16 too (one kernel for both,
+// float32 inside): against the float32 kernel on the same bfloat16-rounded values,
+// within the output's rounding to bfloat16 (relative 2^-8; 8e-3 leaves room for the
+// reference's last bits). Softmax takes it as well (tests/ops/cpu/test_softmax.cc).
+TEST(Float16Kernels, BFloat16RowNormsComputeInFloat) {
+  auto to_bf16 = [](const Tensor& t) {
+    Tensor b(DType::BFloat16, t.shape());
+    for (int64_t i = 0; i < t.numel(); ++i) b.data_as<BFloat16>()[i] = BFloat16(t.data_as<float>()[i]);
+    return b;
+  };
+  auto widen = [](const Tensor& b) {
+    Tensor t(DType::Float32, b.shape());
+    for (int64_t i = 0; i < b.numel(); ++i) t.data_as<float>()[i] = float(b.data_as<BFloat16>()[i]);
+    return t;
+  };
+  Node rms = make_node("RMSNormalization", 2);
+  rms.attributes.set_int("axis", -1);
+  for (const auto& [node, opset] : {std::pair{layer_norm(-1, false), int64_t{17}}, std::pair{rms, int64_t{23}}}) {
+    SCOPED_TRACE(node.op_type);
+    const Tensor x = to_bf16(random_floats({3, 37}, 50, -3, 3)), scale = to_bf16(random_floats({37}, 51));
+    const Tensor xf = widen(x), scalef = widen(scale);
+    const auto got = run_node(node, opset, {&x, &scale});
+    const auto want = run_node(node, opset, {&xf, &scalef});
+    ASSERT_EQ(got[0].dtype(), DType::BFloat16);
+    expect_close(widen(got[0]), values_of(want[0]), 8e-3f, kAtol);
+  }
   EXPECT_EQ(why_refused(softmax("Softmax", -1), 13, {{DType::BFloat16, {2, 4}}}), "");
 }
 
