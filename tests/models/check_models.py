@@ -171,13 +171,19 @@ def run_infer(infer, model_path, input_paths, out_dir):
     return out_dir, seconds, proc.stderr
 
 
-def check_case(infer, session, model_path, label, inputs, case_dir, tolerance):
-    """Runs one case through both engines; prints its line; returns True on PASS."""
+def save_inputs(inputs, case_dir):
+    """Writes each input as case_dir/<escaped name>.npy; returns {name: path} for infer."""
     os.makedirs(case_dir, exist_ok=True)
     input_paths = {}
     for name, array in inputs.items():
         input_paths[name] = os.path.join(case_dir, f"{escape_name(name)}.npy")
         np.save(input_paths[name], array)
+    return input_paths
+
+
+def check_case(infer, session, model_path, label, inputs, case_dir, tolerance):
+    """Runs one case through both engines; prints its line; returns True on PASS."""
+    input_paths = save_inputs(inputs, case_dir)
     start = time.perf_counter()
     names = [o.name for o in session.get_outputs()]
     expected = dict(zip(names, session.run(None, inputs)))

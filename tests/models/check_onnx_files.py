@@ -5,11 +5,10 @@
                         [--dims batch=2,sequence=16] [--work DIR] MODEL.onnx ...
 
 For exporter output (tools/export_torchvision.py, a transformers export) rather than
-the builders check_models.py knows: the inputs come from each file's declared inputs
-(symbolic dims from --dims, default 2), float inputs standard normal, integer inputs
-0 or 1 (valid token ids and token types), except inputs named *mask*, all ones (a
-row masked entirely has no defined softmax), booleans random. Each output is
-judged by max |ember - ort| / max |ort|:
+the builders check_models.py knows: the inputs come from each file's declared inputs as
+tools/bench.py makes them (every symbolic dim given with --dims, floats N(0, 1),
+integers in [0, --int-high), inputs named *mask* all ones). Each output is judged by
+max |ember - ort| / max |ort|:
 float32 <= 1e-3 (a GPU's summation order; the CPU lands far under), fp16 <= 1e-2,
 bf16 <= 5e-2, the tolerances check_models.py states and explains. An output that ONNX
 Runtime computes as all zeros (an untrained classifier head) must be zeros, within
@@ -23,39 +22,12 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import check_models as cm  # noqa: E402  (same folder)
+sys.path.insert(0, os.path.join(cm.REPO, "tools"))
+import bench  # noqa: E402  (its inputs for .onnx files: the same rules as `bench.py FILE`)
 
 TOLERANCE = {"fp32": cm.GPU_TOLERANCE, "fp16": cm.FP16_TOLERANCE, "bf16": cm.BF16_TOLERANCE}
 ZERO_ATOL = 1e-6
 FLOAT16_SMALLEST_NORMAL = 6.103515625e-05
-NUMPY_TYPES = {"tensor(float)": np.float32, "tensor(double)": np.float64, "tensor(int64)": np.int64,
-               "tensor(int32)": np.int32, "tensor(bool)": np.bool_}
-
-
-def parse_dims(text):
-    dims = {}
-    for item in filter(None, text.split(",")):
-        name, _, value = item.partition("=")
-        if not value.isdigit():
-            raise argparse.ArgumentTypeError(f"--dims {item!r}: expected NAME=INTEGER")
-        dims[name] = int(value)
-    return dims
-
-
-def random_inputs(session, dims, rng):
-    inputs = {}
-    for meta in session.get_inputs():
-        if meta.type not in NUMPY_TYPES:
-            raise ValueError(f"input {meta.name!r} has type {meta.type}: not one this check can make")
-        shape = [d if isinstance(d, int) else dims.get(d, 2) for d in meta.shape]
-        dtype = NUMPY_TYPES[meta.type]
-        if dtype == np.bool_:
-            inputs[meta.name] = rng.random(shape) < 0.5
-        elif np.issubdtype(dtype, np.integer):
-            high = 1 if "mask" in meta.name.lower() else 2
-            inputs[meta.name] = rng.integers(0, high, shape).astype(dtype) + (high == 1)
-        else:
-            inputs[meta.name] = rng.standard_normal(shape).astype(dtype)
-    return inputs
 
 
 def judge(name, actual, expected, tolerance, precision="fp32"):
@@ -85,13 +57,9 @@ def judge(name, actual, expected, tolerance, precision="fp32"):
 
 def check_file(infer, path, args, rng):
     session = cm.ort_session(path)
-    inputs = random_inputs(session, args.dims, rng)
+    inputs = bench.file_inputs(path, args.dims, args.int_high, rng)
     case_dir = os.path.join(args.work, os.path.splitext(os.path.basename(path))[0])
-    os.makedirs(case_dir, exist_ok=True)
-    input_paths = {}
-    for name, array in inputs.items():
-        input_paths[name] = os.path.join(case_dir, f"{cm.escape_name(name)}.npy")
-        np.save(input_paths[name], array)
+    input_paths = cm.save_inputs(inputs, case_dir)
     names = [o.name for o in session.get_outputs()]
     expected = dict(zip(names, session.run(None, inputs)))
     out, seconds, stderr = cm.run_infer(infer, path, input_paths, os.path.join(case_dir, "out"))
@@ -119,7 +87,9 @@ def main():
     parser.add_argument("--infer", required=True, help="path to ember's infer program")
     parser.add_argument("--device", default="cpu", help="ember's device: cpu, cuda, cuda:N")
     parser.add_argument("--precision", default="fp32", choices=sorted(TOLERANCE))
-    parser.add_argument("--dims", type=parse_dims, default={}, help="symbolic dims, e.g. batch=2,sequence=16")
+    parser.add_argument("--dims", type=bench.parse_dims, default={}, help="symbolic dims, e.g. batch=2,sequence=16")
+    parser.add_argument("--int-high", type=int, default=2,
+                        help="integer inputs lie in [0, this): 2 keeps token ids and token types valid")
     parser.add_argument("--work", default=os.path.join(cm.REPO, "build", "onnx-files-check"),
                         help="folder for inputs and outputs")
     args = parser.parse_args()
@@ -133,19 +103,15 @@ def main():
     print(f"ember on {args.device} ({args.precision}) vs ONNX Runtime on the CPU (float32); "
           f"max |ember - ort| / max |ort| <= {TOLERANCE[args.precision]:g}", flush=True)
     rng = np.random.default_rng(cm.SEED)
-    passed = failed = 0
+    results = []
     for path in args.models:
         try:
-            ok = check_file(infer, path, args, rng)
+            results.append(check_file(infer, path, args, rng))
         except Exception as e:  # ONNX Runtime refusing the file or the inputs made for it
             print(f"{os.path.basename(path):<28} reference failed: {e}", flush=True)
-            ok = False
-        if ok:
-            passed += 1
-        else:
-            failed += 1
-    print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+            results.append(False)
+    print(f"{sum(results)} passed, {results.count(False)} failed")
+    return 0 if all(results) else 1
 
 
 if __name__ == "__main__":

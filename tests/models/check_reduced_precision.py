@@ -119,11 +119,7 @@ def weights_rounded_session(path, precision):
 
 
 def check_case(infer, session, rounded_session, label, path, inputs, case_dir, device, reduced):
-    os.makedirs(case_dir, exist_ok=True)
-    input_paths = {}
-    for name, array in inputs.items():
-        input_paths[name] = os.path.join(case_dir, f"{cm.escape_name(name)}.npy")
-        np.save(input_paths[name], array)
+    input_paths = cm.save_inputs(inputs, case_dir)
     names = [o.name for o in session.get_outputs()]
     expected = dict(zip(names, session.run(None, inputs)))
     wr = dict(zip(names, rounded_session.run(None, inputs)))
