@@ -2,7 +2,8 @@
 # The whole GPU check, in one call, on a machine with an NVIDIA GPU:
 #   1. build ember for Hopper (sm_90) — or take a bundle built elsewhere (--bundle)
 #   2. the CUDA tests: every CUDA kernel against its CPU kernel, GPU sessions
-#   3. the four models on the GPU against ONNX Runtime, float32 and float16
+#   3. the models/ builders on the GPU against ONNX Runtime, float32, float16 and bfloat16,
+#      and (where torch, torchvision and transformers are installed) their exporters' output
 #   4. the GPU benchmark beside PyTorch (eager and torch.compile); its table comes last.
 # Usage: scripts/gpu_check.sh [--bundle gpu-bundle.tar.xz] [--quick]
 #   --quick: benchmark batch 1 and 8 only, fewer repeats.
@@ -70,6 +71,20 @@ models=default,resnet50,mobilenetv2,mobilenetv3,efficientnet,convnext,vit,bert,g
 step models_fp32 python3 tests/models/check_models.py --infer "$bin/infer" --work "$work/models" --device cuda --models $models
 step models_fp16 python3 tests/models/check_models.py --infer "$bin/infer" --work "$work/models" --device cuda --precision fp16 --models $models
 step models_bf16 python3 tests/models/check_models.py --infer "$bin/infer" --work "$work/models" --device cuda --precision bf16 --models $models
+# Exporter output (torchvision's CNN families, transformers' architectures; random
+# weights, exported there, nothing downloaded) where torch, torchvision and
+# transformers are installed, as on the GPU machines' images.
+if python3 -c "import torch, torchvision, transformers" 2>/dev/null; then
+  exports=$work/exports
+  step export_torchvision python3 tools/export_torchvision.py --out "$exports"
+  step export_transformers python3 tools/export_transformers.py --out "$exports"
+  for precision in fp32 fp16 bf16; do
+    step exports_$precision python3 tests/models/check_onnx_files.py --infer "$bin/infer" --device cuda \
+      --precision $precision --dims batch=2,sequence=128 --work "$work/exports-check" "$exports"/*.onnx
+  done
+else
+  echo "torch, torchvision or transformers missing: exporter output not checked"
+fi
 batches=1,8,64 repeat=50
 [ $quick = 1 ] && batches=1,8 repeat=20
 step benchmark python3 tools/bench_gpu.py --infer "$bin/infer" --work "$work/models" --batches $batches \

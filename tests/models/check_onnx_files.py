@@ -12,7 +12,9 @@ max |ember - ort| / max |ort|:
 float32 <= 1e-3 (a GPU's summation order; the CPU lands far under), fp16 <= 1e-2,
 bf16 <= 5e-2, the tolerances check_models.py states and explains. An output that ONNX
 Runtime computes as all zeros (an untrained classifier head) must be zeros, within
-1e-6. Prints one line per file and `N passed, M failed`; exits 1 if any failed.
+1e-6; an fp16 output whose largest value is under float16's smallest normal (untrained
+CNNs whose activations shrink to 1e-8) is NOT JUDGED, saying why. Prints one line per
+file and `N passed, M failed, K not judged`; exits 1 if any failed.
 """
 import argparse
 import os
@@ -31,28 +33,28 @@ FLOAT16_SMALLEST_NORMAL = 6.103515625e-05
 
 
 def judge(name, actual, expected, tolerance, precision="fp32"):
-    """(error text, problem or None) for one output."""
+    """(error text, problem or None, unjudged or None) for one output."""
     if actual.shape != expected.shape or actual.dtype != expected.dtype:
         return "-", (f"{name}: {actual.dtype} {list(actual.shape)}, expected "
-                     f"{expected.dtype} {list(expected.shape)}")
+                     f"{expected.dtype} {list(expected.shape)}"), None
     if not np.issubdtype(expected.dtype, np.floating):
         equal = np.array_equal(actual, expected)
-        return ("equal" if equal else "differ"), (None if equal else f"{name}: values differ")
+        return ("equal" if equal else "differ"), (None if equal else f"{name}: values differ"), None
     a, e = actual.astype(np.float64), expected.astype(np.float64)
     scale = float(np.max(np.abs(e))) if e.size else 0.0
     worst = float(np.max(np.abs(a - e))) if e.size else 0.0
     if np.isnan(worst):
-        return "NaN", f"{name}: NaN where ONNX Runtime has none"
+        return "NaN", f"{name}: NaN where ONNX Runtime has none", None
     if scale == 0.0:
         return f"zeros, |ember| <= {worst:.1e}", (None if worst <= ZERO_ATOL else
-                                                  f"{name}: ONNX Runtime gives zeros, ember up to {worst:.3g}")
+                                                  f"{name}: ONNX Runtime gives zeros, ember up to {worst:.3g}"), None
     err = worst / scale
-    problem = None if err <= tolerance else f"{name}: error {err:.3g} > {tolerance:g}"
-    if problem and precision == "fp16" and scale < FLOAT16_SMALLEST_NORMAL:
+    if err > tolerance and precision == "fp16" and scale < FLOAT16_SMALLEST_NORMAL:
         # Untrained exports can shrink their activations this far; trained ones do not.
-        problem += (f" (the output's largest value, {scale:.2g}, is under float16's smallest normal "
-                    f"{FLOAT16_SMALLEST_NORMAL:.2g}: float16 cannot hold it to 1e-2)")
-    return f"{err:.2e} of {scale:.2e}", problem
+        return f"{err:.2e} of {scale:.2e}", None, (
+            f"{name}: not judged: its largest value, {scale:.2g}, is under float16's smallest normal "
+            f"{FLOAT16_SMALLEST_NORMAL:.2g}, where float16 cannot hold it to {tolerance:g}")
+    return f"{err:.2e} of {scale:.2e}", (None if err <= tolerance else f"{name}: error {err:.3g} > {tolerance:g}"), None
 
 
 def check_file(infer, path, args, rng):
@@ -63,22 +65,22 @@ def check_file(infer, path, args, rng):
     names = [o.name for o in session.get_outputs()]
     expected = dict(zip(names, session.run(None, inputs)))
     out, seconds, stderr = cm.run_infer(infer, path, input_paths, os.path.join(case_dir, "out"))
-    errors, problems = [], []
+    errors, problems, unjudged = [], [], []
     if out is None:
         problems.append(f"infer failed: {stderr}")
     else:
         for name in names:
-            text, problem = judge(name, np.load(os.path.join(out, f"{cm.escape_name(name)}.npy")),
-                                  expected[name], TOLERANCE[args.precision], args.precision)
+            text, problem, note = judge(name, np.load(os.path.join(out, f"{cm.escape_name(name)}.npy")),
+                                        expected[name], TOLERANCE[args.precision], args.precision)
             errors.append(f"{name} {text}")
-            if problem:
-                problems.append(problem)
-    verdict = "FAIL" if problems else "PASS"
+            problems += [problem] if problem else []
+            unjudged += [note] if note else []
+    verdict = "FAIL" if problems else "NOT JUDGED" if unjudged else "PASS"
     print(f"{os.path.basename(path):<28} {'; '.join(errors) or '-':<48} ember {seconds:6.2f}s  {verdict}",
           flush=True)
-    for problem in problems:
-        print(f"    {problem}", flush=True)
-    return not problems
+    for line in problems + unjudged:
+        print(f"    {line}", flush=True)
+    return verdict
 
 
 def main():
@@ -103,15 +105,15 @@ def main():
     print(f"ember on {args.device} ({args.precision}) vs ONNX Runtime on the CPU (float32); "
           f"max |ember - ort| / max |ort| <= {TOLERANCE[args.precision]:g}", flush=True)
     rng = np.random.default_rng(cm.SEED)
-    results = []
+    verdicts = []
     for path in args.models:
         try:
-            results.append(check_file(infer, path, args, rng))
+            verdicts.append(check_file(infer, path, args, rng))
         except Exception as e:  # ONNX Runtime refusing the file or the inputs made for it
             print(f"{os.path.basename(path):<28} reference failed: {e}", flush=True)
-            results.append(False)
-    print(f"{sum(results)} passed, {results.count(False)} failed")
-    return 0 if all(results) else 1
+            verdicts.append("FAIL")
+    print(f"{verdicts.count('PASS')} passed, {verdicts.count('FAIL')} failed, {verdicts.count('NOT JUDGED')} not judged")
+    return 1 if "FAIL" in verdicts else 0
 
 
 if __name__ == "__main__":
