@@ -12,8 +12,9 @@ max |ember - ort| / max |ort|:
 float32 <= 1e-3 (a GPU's summation order; the CPU lands far under), fp16 <= 1e-2,
 bf16 <= 5e-2, the tolerances check_models.py states and explains. An output that ONNX
 Runtime computes as all zeros (an untrained classifier head) must be zeros, within
-1e-6; an fp16 output whose largest value is under float16's smallest normal (untrained
-CNNs whose activations shrink to 1e-8) is NOT JUDGED, saying why. Prints one line per
+1e-6; an fp16 output whose largest value is under float16's smallest normal or above
+its largest (untrained CNNs whose activations shrink to 1e-8 or grow to 1e12) is NOT
+JUDGED, saying why. Prints one line per
 file and `N passed, M failed, K not judged`; exits 1 if any failed.
 """
 import argparse
@@ -30,6 +31,7 @@ import bench  # noqa: E402  (its inputs for .onnx files: the same rules as `benc
 TOLERANCE = {"fp32": cm.GPU_TOLERANCE, "fp16": cm.FP16_TOLERANCE, "bf16": cm.BF16_TOLERANCE}
 ZERO_ATOL = 1e-6
 FLOAT16_SMALLEST_NORMAL = 6.103515625e-05
+FLOAT16_MAX = 65504.0
 
 
 def judge(name, actual, expected, tolerance, precision="fp32"):
@@ -43,18 +45,20 @@ def judge(name, actual, expected, tolerance, precision="fp32"):
     a, e = actual.astype(np.float64), expected.astype(np.float64)
     scale = float(np.max(np.abs(e))) if e.size else 0.0
     worst = float(np.max(np.abs(a - e))) if e.size else 0.0
-    if np.isnan(worst):
-        return "NaN", f"{name}: NaN where ONNX Runtime has none", None
+    err = worst / scale if scale else worst
+    text = "NaN" if np.isnan(err) else f"{err:.2e} of {scale:.2e}"
+    beyond_float16 = 0 < scale < FLOAT16_SMALLEST_NORMAL or scale > FLOAT16_MAX
+    if not err <= tolerance and precision == "fp16" and beyond_float16:
+        # Untrained exports can shrink or grow their activations this far; trained ones do not.
+        where = "under float16's smallest normal" if scale < FLOAT16_SMALLEST_NORMAL else "above float16's largest value"
+        return text, None, (f"{name}: not judged: its largest value, {scale:.2g}, is {where}, "
+                            f"where float16 cannot hold it to {tolerance:g}")
+    if np.isnan(err):
+        return text, f"{name}: NaN where ONNX Runtime has none", None
     if scale == 0.0:
         return f"zeros, |ember| <= {worst:.1e}", (None if worst <= ZERO_ATOL else
                                                   f"{name}: ONNX Runtime gives zeros, ember up to {worst:.3g}"), None
-    err = worst / scale
-    if err > tolerance and precision == "fp16" and scale < FLOAT16_SMALLEST_NORMAL:
-        # Untrained exports can shrink their activations this far; trained ones do not.
-        return f"{err:.2e} of {scale:.2e}", None, (
-            f"{name}: not judged: its largest value, {scale:.2g}, is under float16's smallest normal "
-            f"{FLOAT16_SMALLEST_NORMAL:.2g}, where float16 cannot hold it to {tolerance:g}")
-    return f"{err:.2e} of {scale:.2e}", (None if err <= tolerance else f"{name}: error {err:.3g} > {tolerance:g}"), None
+    return text, (None if err <= tolerance else f"{name}: error {err:.3g} > {tolerance:g}"), None
 
 
 def check_file(infer, path, args, rng):
