@@ -136,8 +136,11 @@ class PlanBuilder {
   // How many node inputs read each value, counted when first needed (count_readers:
   // only kernels that may overwrite an input ask); in a graph with subgraphs, unknown.
   std::unordered_map<std::string, int> readers_;
+  // How many node inputs read each value in the steps placed so far.
+  std::unordered_map<std::string, int> placed_reads_;
   enum class ReaderCount { NotYet, Known, Unknown } reader_count_ = ReaderCount::NotYet;
   std::unordered_set<int> aliased_;  // values another value aliases (set_alias)
+  std::unordered_set<int> overwrote_;  // outputs that took a dead input's bytes (can_overwrite)
   std::vector<const Graph*> inlined_;  // If branches inlined into this plan
   NodeDecisions* decisions_ = nullptr;
 };

@@ -497,8 +497,12 @@ void PlanBuilder::place(const Node& node, Choice choice, std::vector<int> in_ids
   }
   if (alias) return;  // no step: the output is the input's bytes, reinterpreted
   const int over = choice.entry->flags.overwrites_input;
-  if (over >= 0 && static_cast<size_t>(over) < in_ids.size() && can_overwrite(node, over, in_ids[over], out_ids))
+  if (over >= 0 && static_cast<size_t>(over) < in_ids.size() && can_overwrite(node, over, in_ids[over], out_ids)) {
     set_alias(out_ids[0], in_ids[over]);
+    overwrote_.insert(out_ids[0]);
+  }
+  for (const std::string& name : node.inputs)
+    if (!name.empty()) ++placed_reads_[name];
 
   PlannedStep step;
   step.node_label = node.label();
@@ -528,18 +532,29 @@ void PlanBuilder::count_readers() {
   reader_count_ = ReaderCount::Known;
 }
 
-// Output 0 of `node` may take the bytes of its input `k` (value `in`): the node is its
-// only reader, it is an arena value of its own (no view, not the caller's input or a
-// graph output), and it has the output's type.
+// Output 0 of `node` may take the bytes of its input `k` (value `in`): the node reads it
+// once and is its last reader (every other node that reads it has its step before this
+// one, and steps run in order: ResNet's residual, read by the block's first conv and
+// by the sum fused into its last), no copy of it went to another device (where the
+// copy may still be in flight), it is an arena value of its own (no view, not the
+// caller's input or a graph output), and it has the output's type.
 bool PlanBuilder::can_overwrite(const Node& node, size_t k, int in, const std::vector<int>& out_ids) {
   if (reader_count_ == ReaderCount::NotYet) count_readers();
   if (reader_count_ != ReaderCount::Known || in < 0 || out_ids.empty() || out_ids[0] < 0) return false;
-  auto it = readers_.find(node.inputs[k]);
-  if (it == readers_.end() || it->second != 1 || is_graph_output(node.inputs[k]) || is_graph_output(node.outputs[0]))
+  const std::string& name = node.inputs[k];
+  auto it = readers_.find(name);
+  auto placed = placed_reads_.find(name);
+  const int earlier = placed == placed_reads_.end() ? 0 : placed->second;
+  if (it == readers_.end() || it->second - earlier != 1 || is_graph_output(name) || is_graph_output(node.outputs[0]))
     return false;
+  auto copy = moved_.lower_bound({in, std::string()});
+  if (copy != moved_.end() && copy->first.first == in) return false;
   const PlannedValue& v = plan_->values[in];
   const PlannedValue& y = plan_->values[out_ids[0]];
-  if (v.storage != Storage::Arena || v.alias_of >= 0 || !(v.device == y.device) || v.type.dtype != y.type.dtype ||
+  // A value that took a dead value's bytes this way is a value of its own (the next
+  // residual block's sum takes its bytes in turn); a view of a live value is not.
+  const bool own_bytes = v.alias_of < 0 || overwrote_.count(in);
+  if (v.storage != Storage::Arena || !own_bytes || !(v.device == y.device) || v.type.dtype != y.type.dtype ||
       v.type.shape != y.type.shape)
     return false;
   return !aliased_.count(in);  // else a view of it lives on

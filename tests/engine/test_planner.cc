@@ -373,6 +373,33 @@ TEST(Planner, AnOutputTakesTheBytesOfAnInputThatDiesAtItsNode) {
   }
 }
 
+// ResNet's blocks: the residual is read first by the block's own layers, then by the
+// sum that ends the block; each sum is its input's last reader, so it writes over it,
+// and the next block's sum over that: x -> AddOne -> r, Scale2(r) -> a, AddInto(a, r)
+// -> s, Scale2(s) -> b, AddInto(b, s) -> t, Scale2(t) -> y = 18 (x + 1).
+TEST(Planner, EachSumOfAResidualChainTakesTheBytesOfTheResidualItReadsLast) {
+  Fixture f;
+  const std::vector<Backend*> cpu_only{f.cpu.get()};
+  Graph g;
+  g.opset_imports[kDomain] = 1;
+  g.inputs.push_back({"x", DType::Float32, {{-1, "n"}}, true});
+  g.nodes = {node("AddOne", {"x"}, "r"), node("Scale2", {"r"}, "a"), node("AddInto", {"a", "r"}, "s"),
+             node("Scale2", {"s"}, "b"), node("AddInto", {"b", "s"}, "t"), node("Scale2", {"t"}, "y")};
+  g.outputs.push_back({"y", DType::Float32, {}, false});
+  auto plan = build_plan(g, std::vector<Shape>{{5}}, cpu_only, f.weights, {});
+  std::map<std::string, size_t> offset;
+  for (const PlannedValue& v : plan->values) offset[v.name] = v.offset;
+  EXPECT_EQ(offset["s"], offset["r"]);
+  EXPECT_EQ(offset["t"], offset["r"]);
+  EXPECT_NE(offset["a"], offset["r"]) << "r is read after a is written";
+  Tensor x(DType::Float32, {5});
+  for (int i = 0; i < 5; ++i) x.data_as<float>()[i] = 0.5f * i - 1;
+  std::vector<Tensor> outs{Tensor(DType::Float32, {5})};
+  RunContext ctx(cpu_only);
+  ctx.run(*plan, std::span<const Tensor>(&x, 1), outs, RunSettings{});
+  for (int i = 0; i < 5; ++i) EXPECT_FLOAT_EQ(outs[0].data_as<float>()[i], 18 * (x.data_as<float>()[i] + 1));
+}
+
 TEST(Executor, SteadyStateRunAllocatesNothing) {
   Fixture f;
   Graph g = mixed_graph();
