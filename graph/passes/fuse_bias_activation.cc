@@ -183,7 +183,7 @@ void optimize_graph(Graph& graph, const NodeEvaluator& evaluate, bool for_cpu, b
   if (for_cpu && blocked) {
     plan_cpu_layouts(graph, *blocked);
     eliminate_dead_code(graph);  // the plain forms no one reads, before counting readers
-    fuse_pointwise_depthwise(graph);
+    if (blocked->fuses_pointwise_depthwise) fuse_pointwise_depthwise(graph);
   } else if (for_cpu || channels_last) {
     plan_channels_last(graph);
   }

@@ -88,6 +88,10 @@ struct BlockedLayouts {
   int64_t narrow_block = 8;       // networks of 1x1 and depthwise convolutions
   int64_t narrow_channels = 256;  // ... whose convolutions this wide at most run blocked
   int64_t dense_block = 16;       // networks with dense convolutions; 0: channels-last
+  // Whether a narrow 1x1 conv and the depthwise 3x3 conv it feeds run as one kernel
+  // (fuse_pointwise_depthwise): oneDNN 2.6 has that kernel in blocks of 8 at the AVX2
+  // level only; its AVX-512 1x1 kernels refuse the depthwise post-op in blocks of 8.
+  bool fuses_pointwise_depthwise = false;
 };
 // The same for the CPU's float32 sessions, blocked where it pays: convolutions become
 // com.ember BlockedConv (in `layouts.narrow_block` in networks of 1x1 and depthwise

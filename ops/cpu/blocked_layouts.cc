@@ -13,7 +13,10 @@ std::optional<BlockedLayouts> blocked_layouts_for_this_cpu() {
   const auto has = [isa](dnnl_cpu_isa_t level) { return (isa & level) == static_cast<unsigned>(level); };
   if (has(dnnl_cpu_isa_avx512_core)) return BlockedLayouts{};
   if (!has(dnnl_cpu_isa_avx2)) return std::nullopt;
-  return BlockedLayouts{.narrow_block = 8, .narrow_channels = std::numeric_limits<int64_t>::max(), .dense_block = 8};
+  return BlockedLayouts{.narrow_block = 8,
+                        .narrow_channels = std::numeric_limits<int64_t>::max(),
+                        .dense_block = 8,
+                        .fuses_pointwise_depthwise = true};
 }
 
 }  // namespace ember
