@@ -226,12 +226,24 @@ void check_conv_bf16(const Shape& x_shape, const Shape& w_shape, const ConvParam
   EXPECT_GT(max_relative_difference(y[0], finish(reference_conv(x, w, &b, p, y_shape)), 1e-2), 1e-3);
 }
 
+// Each conv 2 MFLOP or more: smaller ones stay float32 (the test below).
 TEST(FusedConv, Bf16MathDenseGroupedAndDepthwise) {
   SKIP_WITHOUT_BF16();
-  check_conv_bf16({2, 8, 9, 7}, {12, 8, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, {1, 1}}, {2, 12, 9, 7}, true);
-  check_conv_bf16({1, 16, 6, 5}, {8, 16, 1, 1}, {{1, 1}, {1, 1}, {0, 0}, {0, 0}}, {1, 8, 6, 5}, false);
-  check_conv_bf16({1, 8, 7, 9}, {8, 4, 3, 3}, {{2, 2}, {1, 1}, {1, 1}, {1, 1}, 2}, {1, 8, 4, 5}, true);
-  check_conv_bf16({1, 16, 7, 9}, {16, 1, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, {1, 1}, 16}, {1, 16, 7, 9}, false);
+  check_conv_bf16({2, 16, 17, 15}, {24, 16, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, {1, 1}}, {2, 24, 17, 15}, true);
+  check_conv_bf16({2, 64, 16, 16}, {64, 64, 1, 1}, {{1, 1}, {1, 1}, {0, 0}, {0, 0}}, {2, 64, 16, 16}, false);
+  check_conv_bf16({2, 64, 23, 25}, {64, 32, 3, 3}, {{2, 2}, {1, 1}, {1, 1}, {1, 1}, 2}, {2, 64, 12, 13}, true);
+  check_conv_bf16({2, 32, 48, 40}, {32, 1, 3, 3}, {{1, 1}, {1, 1}, {1, 1}, {1, 1}, 32}, {2, 32, 48, 40}, false);
+}
+
+// A conv of under 2 MFLOP on float32 values gains nothing from bf16 products that
+// converting X does not cost (Silero VAD's STFT conv): it stays float32, to float32's
+// tolerance, in a bf16 session.
+TEST(FusedConv, Bf16MathLeavesASmallConvFloat32) {
+  SKIP_WITHOUT_BF16();
+  const ConvParams p{{1, 1}, {1, 1}, {1, 1}, {1, 1}, 1};
+  const Tensor x = random_floats({1, 8, 7, 9}, 78), w = random_floats({4, 8, 3, 3}, 79), b = random_floats({4}, 80);
+  const auto y = run_kernel(conv_node(p, true), 22, {&x, &w, &b}, {.math = DenseMath::BFloat16});
+  expect_close(y[0], reference_conv(x, w, &b, p, {1, 4, 7, 9}), kRtol, kAtol);
 }
 
 // An NCHW float32 tensor's values stored channels-last as float32 or bfloat16.
