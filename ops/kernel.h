@@ -52,6 +52,10 @@ struct KernelInit {
 
   // Set by the kernel's factory: scratch bytes its run needs (given in RunArgs).
   size_t workspace_bytes = 0;
+  // Set by the factories of kernels whose work is arithmetic (convolutions, matrix
+  // products, recurrences): floating-point operations per run. The session tells a
+  // plan too small for a second thread by them (engine/src/session.cc).
+  double flops = 0;
 
   [[noreturn]] void fail(const std::string& message) const;  // "<node label>: message"
 

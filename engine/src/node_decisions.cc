@@ -6,10 +6,11 @@
 
 namespace ember {
 
-void NodeSignature::start(const Node& node) {
+void NodeSignature::start(const Node& node, int num_threads) {
   key_.clear();
   key_.reserve(256);  // a few inputs' types: one allocation per node planned
   append(&node);
+  append(num_threads);  // kernels are made for a thread count (a small plan's: one)
 }
 
 void NodeSignature::add_absent() { append('-'); }

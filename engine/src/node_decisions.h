@@ -29,6 +29,7 @@ struct NodeDecision {
   const KernelEntry* entry = nullptr;
   std::shared_ptr<const Kernel> kernel;
   size_t workspace = 0;
+  double flops = 0;
   std::string note;
   // Plan-time values the kernel was built from (folded by the plan that made it): a
   // kernel may point into them, so they live as long as it does.
@@ -42,7 +43,7 @@ struct NodeDecision {
 class NodeSignature {
  public:
   static constexpr size_t kMaxFoldedBytes = 4096;
-  void start(const Node& node);
+  void start(const Node& node, int num_threads);
   void add_absent();  // an absent optional input
   // `known`: the value when known at plan time (else nullptr), a session weight or a
   // folded value. False when it makes no key (see above).

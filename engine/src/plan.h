@@ -48,6 +48,7 @@ struct PlannedStep {
   std::vector<int> outputs;  // value ids; -1 for an unused optional output
   size_t workspace_offset = 0;  // in the arena of `device`
   size_t workspace_bytes = 0;
+  double flops = 0;  // per run, where the kernel knows them (KernelInit::flops)
   // Plans the step runs inside its workspace (a planned If's branches), for --explain;
   // owned by kernel_impl. A branch that cannot run at these shapes has no plan but
   // the error it raises if taken.
@@ -102,8 +103,19 @@ struct Plan {
   std::vector<bool> output_is_eager;  // per graph output: produced by an eager node
   std::vector<std::string> output_names;
   std::vector<std::string> notes;  // placement fallbacks, for --explain
+  // The intra-op threads its kernels were made for and run on: the session's, or one
+  // for a plan too small to pay for a second thread (engine/src/session.cc).
+  int num_threads = 1;
 
   size_t arena_size(Device device) const;
+  // What one run does, its branches and loop bodies counted once: the floating-point
+  // operations its kernels report, and the bytes its steps read and write (each value
+  // once per step), for the work of the kernels that report none.
+  struct Work {
+    double flops = 0;
+    size_t bytes = 0;
+  };
+  Work work() const;
   // Node steps (not copies) placed on `device`, and in all.
   size_t node_steps_on(Device device) const;
   size_t node_steps() const;

@@ -73,6 +73,7 @@ class PlanBuilder {
     const KernelEntry* entry = nullptr;
     std::shared_ptr<const Kernel> kernel;
     size_t workspace = 0;
+    double flops = 0;
   };
   // Decisions kept across plans (engine/src/node_decisions.h).
   bool is_top_level(const Node& node) const;

@@ -37,6 +37,27 @@ size_t Plan::arena_size(Device device) const {
   return 0;
 }
 
+Plan::Work Plan::work() const {
+  Work w;
+  const auto touch = [&](int id) {
+    if (id < 0) return;
+    const TensorType& t = values[id].type;
+    if (t.dtype != DType::Undefined) w.bytes += dtype_bytes(t.dtype, shape_numel(t.shape));
+  };
+  for (const PlannedStep& step : steps) {
+    w.flops += step.flops;
+    for (int id : step.inputs) touch(id);
+    for (int id : step.outputs) touch(id);
+    for (const PlannedStep::Subplan& sub : step.subplans) {
+      if (!sub.plan) continue;
+      const Work inner = sub.plan->work();
+      w.flops += inner.flops;
+      w.bytes += inner.bytes;
+    }
+  }
+  return w;
+}
+
 size_t Plan::node_steps_on(Device device) const {
   size_t n = 0;
   for (const PlannedStep& step : steps) n += step.op_type != "Copy" && step.device == device;
@@ -66,6 +87,7 @@ std::unique_ptr<Plan> PlanBuilder::build(std::span<const Shape> input_shapes) {
   plan_->input_devices.resize(graph_.inputs.size());
   plan_->output_devices = options_.output_devices;
   plan_->output_devices.resize(graph_.outputs.size());
+  plan_->num_threads = options_.num_threads;
   add_graph_inputs(input_shapes);
   for (const Node& node : graph_.nodes) add_node(node);
   bind_graph_outputs();
@@ -244,6 +266,7 @@ void PlanBuilder::add_node(const Node& node) {
     decision->entry = choice.entry;
     decision->kernel = choice.kernel;
     decision->workspace = choice.workspace;
+    decision->flops = choice.flops;
     decision->note = choice.note;
     for (const Tensor* v : values)
       for (const auto& folded_value : plan_->folded)
@@ -261,7 +284,7 @@ bool PlanBuilder::is_top_level(const Node& node) const {
 
 // The node's signature from its inputs' values in this plan; false if it makes none.
 bool PlanBuilder::sign(const Node& node, const std::vector<int>& in_ids, NodeSignature& signature) const {
-  signature.start(node);
+  signature.start(node, options_.num_threads);
   for (size_t i = 0; i < in_ids.size(); ++i) {
     if (in_ids[i] < 0) {
       signature.add_absent();
@@ -292,8 +315,9 @@ void PlanBuilder::apply(const Node& node, const std::shared_ptr<const NodeDecisi
     return;
   }
   if (!decision->note.empty()) plan_->notes.push_back(decision->note);
-  place(node, Choice{decision->backend, "", "", decision->entry, decision->kernel, decision->workspace}, in_ids,
-        decision->out_types);
+  place(node,
+        Choice{decision->backend, "", "", decision->entry, decision->kernel, decision->workspace, decision->flops},
+        in_ids, decision->out_types);
 }
 
 // From here on nodes run eagerly on the host; the planned values they read stay
@@ -418,7 +442,7 @@ PlanBuilder::Choice PlanBuilder::choose_kernel(const Node& node, int64_t opset, 
       if (kernel) {
         std::string note = reasons.empty() ? "" : node.label() + " runs on " + device.to_string() + " (" + reasons + ")";
         if (!note.empty()) plan_->notes.push_back(note);
-        return {backend, "", std::move(note), entry, std::move(kernel), init.workspace_bytes};
+        return {backend, "", std::move(note), entry, std::move(kernel), init.workspace_bytes, init.flops};
       }
       reasons += (reasons.empty() ? "" : "; ") + device.to_string() + ": " + why;
     }
@@ -515,6 +539,7 @@ void PlanBuilder::place(const Node& node, Choice choice, std::vector<int> in_ids
   step.inputs = std::move(in_ids);
   step.outputs = std::move(out_ids);
   step.workspace_bytes = choice.workspace;
+  step.flops = choice.flops;
   plan_->steps.push_back(std::move(step));
 }
 

@@ -321,6 +321,28 @@ void Session::Impl::give_back_packed_originals(const Plan& plan) {
   }
 }
 
+namespace {
+
+// Whether a plan runs faster on the calling thread alone than on the session's threads:
+// a host plan of little arithmetic that touches little memory. Each parallel region
+// wakes the other threads, and between regions (or over a small model's serial steps)
+// they sleep again. Silero VAD (1.1 MFLOP, 1.3 MB touched a run) ran p50 0.09-0.15 ms
+// on 2 threads and 0.035 on one; the default model at batch 1 (32x32 images, 473 KB
+// touched, more than 4 MFLOP) 0.062 on 2 threads and 0.080 on one (an Intel Xeon,
+// `infer --repeat 2000`). The first plan made on the session's threads shows the work;
+// a small one is made again on one.
+bool too_small_for_threads(const Plan& plan) {
+  constexpr double kThreadsFromFlops = 4e6;
+  constexpr size_t kThreadsFromBytes = size_t{2} << 20;
+  if (!plan.eager.empty()) return false;  // work the plan cannot see
+  for (const PlannedStep& step : plan.steps)
+    if (step.device.kind != DeviceKind::Cpu) return false;
+  const Plan::Work work = plan.work();
+  return work.flops < kThreadsFromFlops && work.bytes < kThreadsFromBytes;
+}
+
+}  // namespace
+
 // Plans are cached per signature (input shapes, where inputs and outputs live); a
 // steady-state lookup allocates nothing. Plans are made one at a time, outside the
 // cache's lock, so runs of cached shapes go on meanwhile.
@@ -357,6 +379,15 @@ std::shared_ptr<const Plan> Session::Impl::plan_for(std::span<const Tensor> inpu
   const bool measure = !last_plan_mostly_reused;
   const int64_t heap_before = measure ? heap_less_packed() : 0;
   std::unique_ptr<Plan> plan = build_plan(graph, shapes, backends, weights, planner_options, &node_decisions);
+  if (planner_options.num_threads > 1 && too_small_for_threads(*plan)) {
+    planner_options.num_threads = 1;
+    plan = build_plan(graph, shapes, backends, weights, planner_options, &node_decisions);
+    const Plan::Work work = plan->work();
+    char note[160];
+    std::snprintf(note, sizeof note, "runs on one thread: %.1f MFLOP and %zu KiB touched a run, too little to pay for waking another",
+                  work.flops / 1e6, work.bytes >> 10);
+    plan->notes.push_back(note);
+  }
   if (measure) {
     plan->kernel_bytes = static_cast<size_t>(std::max<int64_t>(heap_less_packed() - heap_before, 0));
     kernel_bytes_per_decision =
@@ -681,9 +712,9 @@ void Session::Impl::run(std::span<const Tensor> inputs, std::span<Tensor> output
     throw Error("RunOptions::cuda_stream is set, but the session runs on " + options.device +
                 ": a caller's stream needs a CUDA session");
   std::unique_ptr<RunContext> context = take_context();
-  const ThreadCountScope threads(options.num_threads);
+  const ThreadCountScope threads(plan.num_threads);
   RunSettings settings;
-  settings.num_threads = options.num_threads;
+  settings.num_threads = plan.num_threads;
   settings.profile = run_options.profile;
   settings.capture_graphs = options.cuda_graph;
   settings.stop = &stop;

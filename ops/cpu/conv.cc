@@ -192,7 +192,10 @@ std::unique_ptr<Kernel> make_conv_in(KernelInit& init, std::string* why_not, Lay
     *why_not = "the residual input broadcasts; the fused sum needs the output's shape";
     return nullptr;
   }
-  if (conv_is_matrix_vector(init)) return make_matrix_vector_kernel(init, onnx_weights_desc(init.inputs[1].shape, 1), why_not);
+  const Shape& w = init.inputs[1].shape;
+  if (!w.empty() && w[0] > 0)
+    init.flops = 2.0 * static_cast<double>(shape_numel(init.outputs[0].shape)) * static_cast<double>(shape_numel(w) / w[0]);
+  if (conv_is_matrix_vector(init)) return make_matrix_vector_kernel(init, onnx_weights_desc(w, 1), why_not);
   const WinogradTile tile = layout == Layout::ChannelsBlocked ? winograd_tile_for(init) : WinogradTile::None;
   if (tile != WinogradTile::None) {
     ew::Activation act;

@@ -82,6 +82,7 @@ std::unique_ptr<Kernel> make_gru(KernelInit& init, std::string* why_not) {
   const bool linear_before_reset =
       init.opset >= 3 && init.node.attributes.get_int_or("linear_before_reset", 0) != 0;
   const int64_t workspace = sequence_workspace(cfg, 3 * cfg.hidden);
+  init.flops = recurrent_flops(cfg, 3 * cfg.hidden);
   return make_recurrent_kernel<GruKernel>(init, workspace, std::move(cfg), linear_before_reset,
                                           init.node.label());
 }

@@ -87,6 +87,7 @@ std::unique_ptr<Kernel> make_lstm(KernelInit& init, std::string* why_not) {
       init, {RnnActivationKind::Sigmoid, RnnActivationKind::Tanh, RnnActivationKind::Tanh});
   const bool input_forget = init.node.attributes.get_int_or("input_forget", 0) != 0;
   const int64_t workspace = sequence_workspace(cfg, 4 * cfg.hidden);
+  init.flops = recurrent_flops(cfg, 4 * cfg.hidden);
   return make_recurrent_kernel<LstmKernel>(init, workspace, std::move(cfg), input_forget,
                                            init.node.label());
 }

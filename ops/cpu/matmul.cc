@@ -302,6 +302,8 @@ bool matmul_is_packed_product(const KernelInit& init, PackedProduct* p) {
 std::unique_ptr<Kernel> make_matmul(KernelInit& init, std::string* why_not) {
   const bool bf16 = init.inputs[0].dtype == DType::BFloat16 || init.inputs[1].dtype == DType::BFloat16;
   if (bf16 ? !plain_bf16_matmul(init, why_not) : !float_inputs(init, why_not)) return nullptr;
+  const Shape& a = init.inputs[0].shape;
+  init.flops = 2.0 * static_cast<double>(shape_numel(init.outputs[0].shape)) * static_cast<double>(a.empty() ? 1 : a.back());
   if (std::max(init.inputs[0].shape.size(), init.inputs[1].shape.size()) > 12) {
     *why_not = "oneDNN matmul supports rank 12 at most";
     return nullptr;
@@ -431,6 +433,11 @@ bool gemm_is_packed_product(const KernelInit& init, PackedProduct* p) {
 
 std::unique_ptr<Kernel> make_gemm(KernelInit& init, std::string* why_not) {
   if (!float_inputs(init, why_not)) return nullptr;
+  const Shape& a = init.inputs[0].shape;
+  if (a.size() == 2) {
+    const int64_t k = init.node.attributes.get_int_or("transA", 0) ? a[0] : a[1];
+    init.flops = 2.0 * static_cast<double>(shape_numel(init.outputs[0].shape)) * static_cast<double>(k);
+  }
   if (PackedProduct product; gemm_is_packed_product(init, &product))  // first, as for MatMul
     return with_fused_activation<PackedMatMulKernel>(init, why_not, std::move(product));
   memory::desc b_desc;

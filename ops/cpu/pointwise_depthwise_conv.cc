@@ -110,6 +110,8 @@ std::unique_ptr<Kernel> make_pointwise_depthwise(KernelInit& init, std::string* 
     *why_not = "an activation oneDNN has no post-op for";
     return nullptr;
   }
+  init.flops = 2.0 * static_cast<double>(between_bytes / sizeof(float)) * static_cast<double>(init.inputs[1].shape[1]) +
+               2.0 * 9.0 * static_cast<double>(shape_numel(init.outputs[0].shape));
   return std::make_unique<PointwiseDepthwiseKernel>(init, act, dw_act,
                                                     depthwise.attributes.get_ints_or("strides", {1, 1})[0]);
 }

@@ -55,6 +55,7 @@ std::unique_ptr<Kernel> make_rnn(KernelInit& init, std::string* why_not) {
   if (!recurrent_dtype_supported(init, why_not)) return nullptr;
   RecurrentConfig cfg = read_recurrent_config(init, {RnnActivationKind::Tanh});
   const int64_t workspace = sequence_workspace(cfg, cfg.hidden);
+  init.flops = recurrent_flops(cfg, cfg.hidden);
   return make_recurrent_kernel<RnnKernel>(init, workspace, std::move(cfg), init.node.label());
 }
 

@@ -92,6 +92,13 @@ bool recurrent_dtype_supported(const KernelInit& init, std::string* why_not);
 // Raises ember::Error naming `label` when a sequence length is outside [0, seq_length].
 void check_sequence_lens(const RecurrentConfig& cfg, const int32_t* lens, const std::string& label);
 
+// The recurrence's multiply-adds as floating-point operations (KernelInit::flops): each
+// step's `gate_rows` (gates x hidden) from the input and the hidden state.
+inline double recurrent_flops(const RecurrentConfig& cfg, int64_t gate_rows) {
+  return 2.0 * static_cast<double>(cfg.seq_length * cfg.batch * cfg.num_directions * gate_rows *
+                                   (cfg.input_size + cfg.hidden));
+}
+
 // Builds K<float> or K<double> by X's dtype, asking for `workspace` elements of it.
 template <template <class> class K, class... Args>
 std::unique_ptr<Kernel> make_recurrent_kernel(KernelInit& init, int64_t workspace, Args&&... args) {

@@ -330,6 +330,23 @@ TEST(SessionCancel, ALongLstmStopsMidSequenceAndTheNextRunIsRight) {
   EXPECT_TRUE(same_bits(session.run({{"X", short_x}}, options)[0], want));
 }
 
+// A plan of little work runs on the calling thread alone (waking a second thread for it
+// costs more than the split saves), saying so in the explanation; a plan of more work
+// keeps the session's threads. Both give a one-thread session's bits.
+TEST(SessionThreads, APlanTooSmallForASecondThreadRunsOnOne) {
+  const std::string model = test::lstm_model(64, 64);
+  Session two = Session::from_bytes(as_bytes(model), {.num_threads = 2});
+  Session one = Session::from_bytes(as_bytes(model), {.num_threads = 1});
+  // 0.26 MFLOP and 0.14 MB of weights; then 134 MFLOP.
+  for (const auto& [shape, serial] : {std::pair{Shape{4, 1, 64}, true}, std::pair{Shape{64, 32, 64}, false}}) {
+    SCOPED_TRACE("X " + shape_to_string(shape));
+    const Tensor x = test::random_float_tensor(shape, 6);
+    const std::string explanation = two.explain(std::span<const Tensor>(&x, 1));
+    EXPECT_EQ(explanation.find("runs on one thread") != std::string::npos, serial) << explanation;
+    EXPECT_TRUE(same_bits(two.run({{"X", x}})[0], one.run({{"X", x}})[0]));
+  }
+}
+
 TEST(SessionDeadline, APassedDeadlineStopsTheRunBeforeAnyWork) {
   Recorder recorder;
   Session session = Session::from_bytes(as_bytes(test::loop_model(true)),
