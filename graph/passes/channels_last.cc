@@ -168,6 +168,10 @@ struct BlockChoice {
   int64_t max_channels = std::numeric_limits<int64_t>::max();
 };
 
+// A conv reading fewer channels than this (an image's stem, on 3) does not make a
+// network dense.
+constexpr int64_t kDenseFromChannels = 8;
+
 BlockChoice block_choice_for(const Graph& graph, const BlockedLayouts& layouts) {
   bool dense = false, all_fit_dense_block = layouts.dense_block > 0;
   for (const Node& n : graph.nodes) {
@@ -177,7 +181,7 @@ BlockChoice block_choice_for(const Graph& graph, const BlockedLayouts& layouts) 
     const int64_t group = n.attributes.get_int_or("group", 1);
     const bool depthwise = group > 1 && w[1] == 1 && w[0] == group;
     const bool pointwise = w[2] == 1 && w[3] == 1;
-    dense = dense || (!depthwise && !pointwise && w[1] * group >= layouts.narrow_block);
+    dense = dense || (!depthwise && !pointwise && w[1] * group >= kDenseFromChannels);
     all_fit_dense_block = all_fit_dense_block && fits_blocks(graph, n, layouts.dense_block);
   }
   if (!dense) return {layouts.narrow_block, layouts.narrow_channels};

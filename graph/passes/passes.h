@@ -85,7 +85,7 @@ int plan_channels_last(Graph& graph);
 // AVX-512's: oneDNN 2.6's nChw8c kernels beat its NHWC ones on narrow 1x1 and depthwise
 // layers and lost on wide ones, and its nChw16c ones won on dense networks.
 struct BlockedLayouts {
-  int64_t narrow_block = 8;       // networks of 1x1 and depthwise convolutions
+  int64_t narrow_block = 8;       // networks of 1x1 and depthwise convolutions; 0: channels-last
   int64_t narrow_channels = 256;  // ... whose convolutions this wide at most run blocked
   int64_t dense_block = 16;       // networks with dense convolutions; 0: channels-last
   // Whether a narrow 1x1 conv and the depthwise 3x3 conv it feeds run as one kernel

@@ -379,6 +379,18 @@ TEST(BlockedLayout, AModelsOwnBlockedConvsWithoutABlockAreNotFused) {
   EXPECT_EQ(fuse_pointwise_depthwise(g), 1) << "with their block they fuse";
 }
 
+// narrow_block 0 (an AVX-512 CPU with AMX): a MobileNet plans channels-last throughout,
+// as the planner did before blocked layouts.
+TEST(BlockedLayout, WithoutANarrowBlockAMobileNetRunsChannelsLast) {
+  std::mt19937 rng(27);
+  const Graph mobile = mobile_graph(rng);
+  Graph g = mobile;
+  optimize_blocked(g, BlockedLayouts{.narrow_block = 0});
+  EXPECT_EQ(count_ops(g, "BlockedConv") + count_ops(g, "BlockedPointwiseDepthwiseConv"), 0);
+  EXPECT_GE(count_ops(g, "NhwcConv"), 4);
+  expect_same_results(mobile, g, {random_tensor({2, 3, 9, 7}, rng)}, 1e-4f);
+}
+
 TEST(BlockedLayout, OnAvx2EveryConvRunsInBlocksOf8) {
   std::mt19937 rng(26);
   const Graph mobile = mobile_graph(rng);
