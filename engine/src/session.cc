@@ -331,13 +331,12 @@ namespace {
 // touched, more than 4 MFLOP) 0.062 on 2 threads and 0.080 on one (an Intel Xeon,
 // `infer --repeat 2000`). The first plan made on the session's threads shows the work;
 // a small one is made again on one.
-bool too_small_for_threads(const Plan& plan) {
+bool too_small_for_threads(const Plan& plan, const Plan::Work& work) {
   constexpr double kThreadsFromFlops = 4e6;
   constexpr size_t kThreadsFromBytes = size_t{2} << 20;
   if (!plan.eager.empty()) return false;  // work the plan cannot see
   for (const PlannedStep& step : plan.steps)
     if (step.device.kind != DeviceKind::Cpu) return false;
-  const Plan::Work work = plan.work();
   return work.flops < kThreadsFromFlops && work.bytes < kThreadsFromBytes;
 }
 
@@ -379,10 +378,9 @@ std::shared_ptr<const Plan> Session::Impl::plan_for(std::span<const Tensor> inpu
   const bool measure = !last_plan_mostly_reused;
   const int64_t heap_before = measure ? heap_less_packed() : 0;
   std::unique_ptr<Plan> plan = build_plan(graph, shapes, backends, weights, planner_options, &node_decisions);
-  if (planner_options.num_threads > 1 && too_small_for_threads(*plan)) {
+  if (const Plan::Work work = plan->work(); planner_options.num_threads > 1 && too_small_for_threads(*plan, work)) {
     planner_options.num_threads = 1;
     plan = build_plan(graph, shapes, backends, weights, planner_options, &node_decisions);
-    const Plan::Work work = plan->work();
     char note[160];
     std::snprintf(note, sizeof note, "runs on one thread: %.1f MFLOP and %zu KiB touched a run, too little to pay for waking another",
                   work.flops / 1e6, work.bytes >> 10);

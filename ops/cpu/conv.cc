@@ -74,7 +74,7 @@ class ConvKernel final : public Kernel {
     // whose X and Y are float32 stays float32 (Silero VAD's STFT conv, 0.4 MFLOP on one
     // input channel, ran 0.010 ms in float32 and 0.026 in bf16, one thread).
     constexpr double kBf16FromFlops = 2e6;
-    const double flops = w[0] > 0 ? 2.0 * static_cast<double>(shape_numel(y)) * static_cast<double>(shape_numel(w) / w[0]) : 0.0;
+    const double flops = init.flops;  // make_conv_in's count
     const bool stored_bf16 = init.inputs[0].dtype == DType::BFloat16 || output_bf16_;
     const DenseMath math =
         const_weights && (stored_bf16 || flops >= kBf16FromFlops) ? init.dense_math : DenseMath::Float32;
