@@ -239,11 +239,14 @@ WinogradTile tile_in_blocks_of_8(const Grid& g4, const Grid& g2, int64_t channel
 //   512 -> 512 at 7x7:    batch 1  2.19 -> - / 2.78,      batch 4  7.3 -> - / 7.5,
 //                         batch 8  14.8 -> - / 14.2
 // With few tiles the products stream more transformed filters U (4x or 1.8x the
-// filters' bytes) from beyond L2 than they save multiplies: 48 tiles or more pay.
+// filters' bytes) from beyond L2 than they save multiplies: 48 tiles or more pay. As
+// in blocks of 8, F(4x4) only on images of 16 tiles or more: on 7x7 its U, 4x a
+// network's widest filters, made a fourth form of ResNet-50's layer4 weights from
+// batch 12 (packed weights 269 MiB over batches 1-14, `tools/shape_walk`).
 WinogradTile tile_in_blocks_of_16(const Grid& g4, const Grid& g2, int64_t channels_in, int64_t channels_out) {
   constexpr int64_t kMinTiles = 48;
   if (channels_in < 32 || channels_out < 32) return WinogradTile::None;
-  if (g4.tiles >= kMinTiles) return WinogradTile::F4x4;
+  if (g4.tiles_h * g4.tiles_w >= 16 && g4.tiles >= kMinTiles) return WinogradTile::F4x4;
   if (channels_in < 64 || channels_out < 64) return WinogradTile::None;
   return g2.tiles >= kMinTiles ? WinogradTile::F2x2 : WinogradTile::None;
 }

@@ -31,9 +31,9 @@ enum class WinogradTile { None, F2x2, F4x4 };
 // this CPU, or None: a dense 3x3, stride 1, undilated 2-D conv on constant float32
 // weights with 32 channels or more in and out. In blocks of 8: F(4x4, 3x3) on images of
 // 16 output tiles or more (13x13 and up), F(2x2, 3x3) on smaller ones with 64 channels
-// or more and 16 tiles or more over the batch. In blocks of 16: F(4x4) from 48 tiles
-// over the batch, else F(2x2) from 48 of its tiles and 64 channels (the measurements
-// are in the .cc).
+// or more and 16 tiles or more over the batch. In blocks of 16: F(4x4) on images of 16
+// tiles or more from 48 tiles over the batch, else F(2x2) from 48 of its tiles and 64
+// channels (the measurements are in the .cc).
 WinogradTile winograd_tile_for(const KernelInit& init);
 
 // The Winograd kernel in `tile` for a BlockedConv (X and Y blocked by 8 or 16) with fused

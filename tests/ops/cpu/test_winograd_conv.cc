@@ -176,6 +176,7 @@ TEST(WinogradConv, BlockedConvChoosesWhereWhichPaysInBlocksOf16) {
   EXPECT_EQ(chosen(4, 256, 14), "winograd F(4x4,3x3)");  // 64
   EXPECT_EQ(chosen(1, 512, 7), std::nullopt);            // 16 of 2x2
   EXPECT_EQ(chosen(8, 512, 7), "winograd F(2x2,3x3)");   // 128 of 2x2
+  EXPECT_EQ(chosen(12, 512, 7), "winograd F(2x2,3x3)");  // 48 of 4x4, but 4 an image: F(4x4)'s U, 4x these filters, is not worth it
   EXPECT_EQ(chosen(1, 16, 56), std::nullopt);            // too few channels for the transforms
 }
 
