@@ -11,6 +11,7 @@
 #include "ops/cpu/parallel.h"
 #include "ops/registry.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -231,29 +232,80 @@ void global_pool(const RunArgs& args) {
   });
 }
 
-// Channels last: each (n, block of channels) sums its channels down the spatial dims,
-// reading rows of contiguous channels (vectorizable) rather than one channel at a time.
+// Channels last, [N, positions, C]: items of (n, part of the positions, slice of the
+// channels) each reduce their rows of contiguous channels (vectorizable) into a partial
+// of their own in the workspace, and a last pass combines each (n, channel)'s partials.
+// With the positions split too, both threads work on a batch-1 tensor of few channels:
+// split by channels alone, EfficientNet-B0's first squeeze-excite (112 x 112 x 32) ran
+// on one thread, 0.057 ms against ONNX Runtime's 0.024, and 144 channels in slices of
+// 64, 64 and 16 left one thread a third of the other's work.
 template <bool Max>
-void nhwc_global_pool(const RunArgs& args) {
-  const Tensor& x = *args.inputs[0];
-  const Shape& s = x.shape();
-  const int64_t n = s[0], c = s.back(), size = x.numel() / std::max<int64_t>(n * c, 1);
-  constexpr int64_t kBlock = 64;
-  const int64_t blocks = (c + kBlock - 1) / kBlock;
-  const float* xp = x.data_as<float>();
-  float* y = args.outputs[0]->data_as<float>();
-  parallel_for(n * blocks, size * kBlock, [&](int64_t b, int64_t e) {
-    for (int64_t job = b; job < e; ++job) {
-      const int64_t batch = job / blocks, c0 = job % blocks * kBlock, width = std::min(kBlock, c - c0);
-      float acc[kBlock];
-      std::fill(acc, acc + width, Max ? -std::numeric_limits<float>::infinity() : 0.f);
-      const float* v = xp + batch * size * c + c0;
-      for (int64_t i = 0; i < size; ++i, v += c)
-        for (int64_t k = 0; k < width; ++k) acc[k] = Max ? std::max(acc[k], v[k]) : acc[k] + v[k];
-      for (int64_t k = 0; k < width; ++k) y[batch * c + c0 + k] = Max ? acc[k] : acc[k] / static_cast<float>(size);
+class NhwcGlobalPool final : public Kernel {
+ public:
+  explicit NhwcGlobalPool(KernelInit& init) {
+    const Shape& s = init.outputs[0].shape;  // [N, 1, ..., 1, C]
+    n_ = s[0];
+    c_ = s.back();
+    positions_ = shape_numel(init.inputs[0].shape) / std::max<int64_t>(n_ * c_, 1);
+    const int64_t slices = std::max<int64_t>(1, (c_ + kMaxSlice - 1) / kMaxSlice);
+    slice_ = (c_ + slices - 1) / slices;
+    slices_ = (c_ + slice_ - 1) / std::max<int64_t>(slice_, 1);
+    // Parts enough for two items a thread, none shorter than kMinPart positions.
+    const int64_t wanted = (2 * init.num_threads + n_ * slices_ - 1) / std::max<int64_t>(n_ * slices_, 1);
+    parts_ = std::clamp<int64_t>(std::min(wanted, positions_ / kMinPart), 1, std::max<int64_t>(positions_, 1));
+    if (parts_ > 1) init.workspace_bytes = static_cast<size_t>(n_ * parts_ * c_) * sizeof(float);
+  }
+
+  void run(const RunArgs& args) const override {
+    const float* x = args.inputs[0]->data_as<float>();
+    float* y = args.outputs[0]->data_as<float>();
+    if (n_ * c_ == 0) return;
+    float* partials = parts_ > 1 ? static_cast<float*>(args.workspace) : y;
+    const int64_t items = n_ * parts_ * slices_;
+    parallel_for(items, positions_ / parts_ * slice_, [&](int64_t begin, int64_t end) {
+      for (int64_t item = begin; item < end; ++item) reduce_item(x, partials, item);
+    });
+    if (parts_ > 1) combine(partials, y);
+    else if (!Max) scale(y);
+  }
+
+ private:
+  static constexpr int64_t kMaxSlice = 64, kMinPart = 64;
+  static constexpr float kStart = Max ? -std::numeric_limits<float>::infinity() : 0.f;
+
+  // Item = (batch * parts + part) * slices + slice: its positions' channels into
+  // partials[batch * parts + part][slice's channels].
+  void reduce_item(const float* x, float* partials, int64_t item) const {
+    const int64_t slice = item % slices_, row = item / slices_, part = row % parts_, batch = row / parts_;
+    const int64_t c0 = slice * slice_, width = std::min(slice_, c_ - c0);
+    const int64_t p0 = positions_ * part / parts_, p1 = positions_ * (part + 1) / parts_;
+    float acc[kMaxSlice];
+    std::fill(acc, acc + width, kStart);
+    const float* v = x + (batch * positions_ + p0) * c_ + c0;
+    for (int64_t i = p0; i < p1; ++i, v += c_)
+      for (int64_t k = 0; k < width; ++k) acc[k] = Max ? std::max(acc[k], v[k]) : acc[k] + v[k];
+    std::copy(acc, acc + width, partials + row * c_ + c0);
+  }
+
+  void combine(const float* partials, float* y) const {
+    for (int64_t batch = 0; batch < n_; ++batch) {
+      float* out = y + batch * c_;
+      std::fill(out, out + c_, kStart);
+      for (int64_t part = 0; part < parts_; ++part) {
+        const float* from = partials + (batch * parts_ + part) * c_;
+        for (int64_t k = 0; k < c_; ++k) out[k] = Max ? std::max(out[k], from[k]) : out[k] + from[k];
+      }
     }
-  });
-}
+    if (!Max) scale(y);
+  }
+
+  void scale(float* y) const {
+    const float inverse = 1.f / static_cast<float>(positions_);
+    for (int64_t i = 0; i < n_ * c_; ++i) y[i] *= inverse;
+  }
+
+  int64_t n_ = 0, c_ = 0, positions_ = 0, slice_ = 1, slices_ = 1, parts_ = 1;
+};
 
 template <bool Max>
 std::unique_ptr<Kernel> make_global_pool(KernelInit& init, std::string* why_not) {
@@ -264,7 +316,7 @@ std::unique_ptr<Kernel> make_global_pool(KernelInit& init, std::string* why_not)
 template <bool Max>
 std::unique_ptr<Kernel> make_nhwc_global_pool(KernelInit& init, std::string* why_not) {
   if (!(*why_not = float32_only(init, 0)).empty()) return nullptr;
-  return std::make_unique<FunctionKernel>(&nhwc_global_pool<Max>);
+  return std::make_unique<NhwcGlobalPool<Max>>(init);
 }
 
 // Blocked, N x C/b x D.. x b: each block of b channels sums its planes a row of b

@@ -2,6 +2,7 @@
 #include "test_conv_util.h"
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <limits>
 
@@ -163,6 +164,40 @@ TEST(GlobalPool, AverageAndMax) {
   }
   expect_close(avg[0], want_avg, kRtol, kAtol);
   expect_close(max[0], want_max, 0, 0);
+}
+
+// com.ember's channels-last global pools, [N, H, W, C] -> [N, 1, 1, C], against sums in
+// double: the kernel splits the positions into parts as well as the channels into slices
+// (two items a thread at least), and combines the parts' partials. Shapes: few channels
+// over many positions (four parts), slices of uneven channel counts (144 = 3 x 48, 200 =
+// 4 x 50), a batch, one position. Tolerance: a float sum of n terms of |x| <= 1, in any
+// order, is within n * n * FLT_EPSILON of exact, so the average is within n * FLT_EPSILON
+// (a loose bound); the maximum is exact.
+TEST(NhwcGlobalPool, AverageAndMaxInPartsAndSlicesMatchSums) {
+  const Shape shapes[] = {{1, 112, 112, 32}, {1, 56, 56, 144}, {2, 9, 7, 200}, {3, 5, 5, 3}, {1, 1, 1, 70}};
+  for (const Shape& s : shapes)
+    for (int threads : {1, 2}) {
+      SCOPED_TRACE(shape_to_string(s) + ", threads " + std::to_string(threads));
+      const Tensor x = random_floats(s, 78);
+      const int64_t n = s[0], c = s[3], positions = s[1] * s[2];
+      std::vector<float> want_avg, want_max;
+      for (int64_t b = 0; b < n; ++b)
+        for (int64_t k = 0; k < c; ++k) {
+          double sum = 0;
+          float most = -std::numeric_limits<float>::infinity();
+          for (int64_t i = 0; i < positions; ++i) {
+            const float v = x.data_as<float>()[(b * positions + i) * c + k];
+            sum += v, most = std::max(most, v);
+          }
+          want_avg.push_back(static_cast<float>(sum / static_cast<double>(positions)));
+          want_max.push_back(most);
+        }
+      const auto avg = run_node(make_node("NhwcGlobalAveragePool", 1, 1, {}, "com.ember"), 1, {&x}, threads);
+      const auto max = run_node(make_node("NhwcGlobalMaxPool", 1, 1, {}, "com.ember"), 1, {&x}, threads);
+      ASSERT_EQ(avg[0].shape(), (Shape{n, 1, 1, c}));
+      expect_close(avg[0], want_avg, 0, FLT_EPSILON * static_cast<float>(positions));
+      expect_close(max[0], want_max, 0, 0);
+    }
 }
 
 // com.ember's Blocked* pools (the CPU's blocked layout) compute what the plain ones do,
