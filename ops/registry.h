@@ -26,6 +26,10 @@ struct KernelFlags {
   // this node is that value's last reader: the planner then gives both the same bytes
   // and the kernel skips copying the residual into the output. -1: never.
   int overwrites_input = -1;
+  // Elementwise: output 0 may be written over any input of its shape and type that this
+  // node reads last (the first such), as above; the kernel reads each element before it
+  // writes the same element.
+  bool overwrites_any_input = false;
 };
 
 struct KernelEntry {

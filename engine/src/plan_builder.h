@@ -116,6 +116,8 @@ class PlanBuilder {
   // Readers and overwrites: when a node's output may take its input's bytes.
   void count_readers();
   bool can_overwrite(const Node& node, size_t k, int in, const std::vector<int>& out_ids);
+  // The inputs whose bytes a kernel with these flags may write its output 0 over.
+  static std::vector<size_t> overwritable_inputs(const KernelFlags& flags, size_t inputs);
   void set_alias(int id, int of);  // value `id` takes the bytes of value `of`
   bool is_graph_output(const std::string& name) const;
 

@@ -520,11 +520,12 @@ void PlanBuilder::place(const Node& node, Choice choice, std::vector<int> in_ids
     out_ids.push_back(id);
   }
   if (alias) return;  // no step: the output is the input's bytes, reinterpreted
-  const int over = choice.entry->flags.overwrites_input;
-  if (over >= 0 && static_cast<size_t>(over) < in_ids.size() && can_overwrite(node, over, in_ids[over], out_ids)) {
-    set_alias(out_ids[0], in_ids[over]);
-    overwrote_.insert(out_ids[0]);
-  }
+  for (size_t k : overwritable_inputs(choice.entry->flags, in_ids.size()))
+    if (can_overwrite(node, k, in_ids[k], out_ids)) {
+      set_alias(out_ids[0], in_ids[k]);
+      overwrote_.insert(out_ids[0]);
+      break;
+    }
   for (const std::string& name : node.inputs)
     if (!name.empty()) ++placed_reads_[name];
 
@@ -555,6 +556,15 @@ void PlanBuilder::count_readers() {
     for (const std::string& name : node.inputs)
       if (!name.empty()) ++readers_[name];
   reader_count_ = ReaderCount::Known;
+}
+
+std::vector<size_t> PlanBuilder::overwritable_inputs(const KernelFlags& flags, size_t inputs) {
+  std::vector<size_t> k;
+  if (flags.overwrites_any_input)
+    for (size_t i = 0; i < inputs; ++i) k.push_back(i);
+  else if (flags.overwrites_input >= 0 && static_cast<size_t>(flags.overwrites_input) < inputs)
+    k.push_back(static_cast<size_t>(flags.overwrites_input));
+  return k;
 }
 
 // Output 0 of `node` may take the bytes of its input `k` (value `in`): the node reads it

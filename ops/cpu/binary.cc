@@ -291,10 +291,14 @@ std::unique_ptr<Kernel> make_mean(KernelInit& init, std::string* why_not) {
 
 // Opsets 1-6 broadcast only with the legacy `broadcast`/`axis` attributes (see
 // apply_legacy_broadcast); their `consumed_inputs` is an optimization hint, ignored.
-EMBER_KERNEL("Add", "", 1, kMaxOpset, DeviceKind::Cpu, make_add);
-EMBER_KERNEL("Sub", "", 1, kMaxOpset, DeviceKind::Cpu, make_sub);
-EMBER_KERNEL("Mul", "", 1, kMaxOpset, DeviceKind::Cpu, make_mul);
-EMBER_KERNEL("Div", "", 1, kMaxOpset, DeviceKind::Cpu, make_div);
+// The four arithmetic ops write over an input they read last (binary_map reads each
+// element before writing it): a squeeze-excite's scale, Mul(s, x), then writes into x's
+// bytes, already in cache, not into fresh ones (EfficientNet-B0's first, 112 x 112 x 32:
+// 0.099 ms inside the model against 0.025 alone).
+EMBER_KERNEL_FLAGS("Add", "", 1, kMaxOpset, DeviceKind::Cpu, make_add, KernelFlags{.overwrites_any_input = true});
+EMBER_KERNEL_FLAGS("Sub", "", 1, kMaxOpset, DeviceKind::Cpu, make_sub, KernelFlags{.overwrites_any_input = true});
+EMBER_KERNEL_FLAGS("Mul", "", 1, kMaxOpset, DeviceKind::Cpu, make_mul, KernelFlags{.overwrites_any_input = true});
+EMBER_KERNEL_FLAGS("Div", "", 1, kMaxOpset, DeviceKind::Cpu, make_div, KernelFlags{.overwrites_any_input = true});
 // fmod=0 on floats is floor-mod as opset 28 defines it; earlier opsets forbade it.
 EMBER_KERNEL("Mod", "", 10, kMaxOpset, DeviceKind::Cpu, make_mod);
 // Signed types arrive in opset 28; accepting them earlier changes no valid model.

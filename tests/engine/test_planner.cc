@@ -400,6 +400,49 @@ TEST(Planner, EachSumOfAResidualChainTakesTheBytesOfTheResidualItReadsLast) {
   for (int i = 0; i < 5; ++i) EXPECT_FLOAT_EQ(outs[0].data_as<float>()[i], 18 * (x.data_as<float>()[i] + 1));
 }
 
+// An elementwise Mul writes over whichever input has its shape and dies there: a
+// squeeze-excite's Mul(scale, x) takes x's bytes (input 1; input 0 is broadcast), and
+// takes nothing while x has a reader after it. x -> AddOne -> r, Mul(s, r) -> m,
+// Scale2(m) -> y = 2 s (x + 1); with r also read last by Scale2(r) -> z.
+TEST(Planner, AnElementwiseMulWritesOverTheInputOfItsShapeItReadsLast) {
+  Fixture f;
+  const std::vector<Backend*> cpu_only{f.cpu.get()};
+  for (bool r_read_later : {false, true}) {
+    SCOPED_TRACE(r_read_later ? "r read later" : "r dies at the Mul");
+    Graph g;
+    g.opset_imports[kDomain] = 1;
+    g.opset_imports[""] = 17;
+    g.inputs.push_back({"x", DType::Float32, {{-1, "n"}}, true});
+    g.inputs.push_back({"s", DType::Float32, {{1, ""}}, true});
+    Node mul = node("Mul", {"s", "r"}, "m");
+    mul.domain = "";
+    g.nodes = {node("AddOne", {"x"}, "r"), mul, node("Scale2", {"m"}, "y")};
+    g.outputs.push_back({"y", DType::Float32, {}, false});
+    if (r_read_later) {
+      g.nodes.push_back(node("Scale2", {"r"}, "z"));
+      g.outputs.push_back({"z", DType::Float32, {}, false});
+    }
+    auto plan = build_plan(g, std::vector<Shape>{{6}, {1}}, cpu_only, f.weights, {});
+    std::map<std::string, size_t> offset;
+    for (const PlannedValue& v : plan->values) offset[v.name] = v.offset;
+    if (r_read_later) EXPECT_NE(offset["m"], offset["r"]) << "r is read after the Mul";
+    else EXPECT_EQ(offset["m"], offset["r"]);
+    Tensor x(DType::Float32, {6}), scale(DType::Float32, {1});
+    for (int i = 0; i < 6; ++i) x.data_as<float>()[i] = 0.5f * i - 1;
+    scale.data_as<float>()[0] = 3.f;
+    std::vector<Tensor> ins{x, scale};
+    std::vector<Tensor> outs{Tensor(DType::Float32, {6})};
+    if (r_read_later) outs.emplace_back(DType::Float32, Shape{6});
+    RunContext ctx(cpu_only);
+    ctx.run(*plan, ins, outs, RunSettings{});
+    for (int i = 0; i < 6; ++i) {
+      const float xi = x.data_as<float>()[i];
+      EXPECT_FLOAT_EQ(outs[0].data_as<float>()[i], 6 * (xi + 1));
+      if (r_read_later) EXPECT_FLOAT_EQ(outs[1].data_as<float>()[i], 2 * (xi + 1)) << "r was overwritten";
+    }
+  }
+}
+
 TEST(Executor, SteadyStateRunAllocatesNothing) {
   Fixture f;
   Graph g = mixed_graph();
