@@ -139,6 +139,8 @@ std::unique_ptr<Kernel> make_fused_elementwise(KernelInit& init, std::string* wh
 
 }  // namespace
 
-EMBER_KERNEL("FusedElementwise", "com.ember", 1, kMaxOpset, DeviceKind::Cpu, make_fused_elementwise);
+// A block of x is read whole before its block of y is written: y may take x's bytes.
+EMBER_KERNEL_FLAGS("FusedElementwise", "com.ember", 1, kMaxOpset, DeviceKind::Cpu, make_fused_elementwise,
+                   KernelFlags{.overwrites_input = 0});
 
 }  // namespace ember

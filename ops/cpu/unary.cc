@@ -117,15 +117,19 @@ std::unique_ptr<Kernel> make_IsInf(KernelInit& init, std::string* why_not) {
 }  // namespace
 
 // Every op of the elementwise table, over the opsets the table gives (opset 1 only adds
-// the ignored `consumed_inputs` hint; later versions add dtypes).
+// the ignored `consumed_inputs` hint; later versions add dtypes). y[i] = f(x[i]) reads
+// each element before writing it, so the output may take the bytes of an input the node
+// reads last (the planner decides).
 [[maybe_unused]] static const bool table_kernels_registered = [] {
   for (const ew::UnaryInfo& f : ew::kUnaryFunctions)
     if (f.since_opset > 0)
-      register_kernel({f.name, f.domain, f.since_opset, kMaxOpset, DeviceKind::Cpu, make_table_unary, {}});
+      register_kernel({f.name, f.domain, f.since_opset, kMaxOpset, DeviceKind::Cpu, make_table_unary,
+                       KernelFlags{.overwrites_input = 0}});
   return true;
 }();
 // The GELU graph/passes/fuse_gelu.cc makes from the Erf pattern of models below opset 20.
-EMBER_KERNEL("Gelu", "com.ember", 1, kMaxOpset, DeviceKind::Cpu, make_table_unary);
+EMBER_KERNEL_FLAGS("Gelu", "com.ember", 1, kMaxOpset, DeviceKind::Cpu, make_table_unary,
+                   KernelFlags{.overwrites_input = 0});
 EMBER_KERNEL("IsNaN", "", 9, kMaxOpset, DeviceKind::Cpu, make_IsNaN);
 EMBER_KERNEL("IsInf", "", 10, kMaxOpset, DeviceKind::Cpu, make_IsInf);
 EMBER_KERNEL("BitwiseNot", "", 18, kMaxOpset, DeviceKind::Cpu, make_BitwiseNot);
