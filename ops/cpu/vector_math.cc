@@ -121,13 +121,16 @@ void activate(const ew::Activation& act, float* y, int64_t n, int64_t rows, int6
     for (int64_t i = 0; i < n; ++i) y[r * stride + i] = ew::apply_activation(act, y[r * stride + i]);
 }
 
-float exp_shifted_sum(const float* x, const float* shift, int64_t shift_step, float* y, int64_t n) {
-  switch (cpu_isa()) {
+float exp_shifted_sum(CpuIsa isa, const float* x, const float* shift, int64_t shift_step, float* y, int64_t n) {
+  switch (isa) {
     case CpuIsa::Avx512: return vecmath::avx512::exp_shifted_sum(x, shift, shift_step, y, n);
     case CpuIsa::Avx2: return vecmath::avx2::exp_shifted_sum(x, shift, shift_step, y, n);
     case CpuIsa::Scalar: break;
   }
   return vecmath::scalar::exp_shifted_sum(x, shift, shift_step, y, n);
+}
+float exp_shifted_sum(const float* x, const float* shift, int64_t shift_step, float* y, int64_t n) {
+  return exp_shifted_sum(cpu_isa(), x, shift, shift_step, y, n);
 }
 
 float max_value(CpuIsa isa, const float* x, int64_t n) {

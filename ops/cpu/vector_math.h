@@ -61,9 +61,11 @@ bool runs_as_fast_swish(const ew::Activation& act);
 // the call cost GELU 60% more time).
 void activate(const ew::Activation& act, float* y, int64_t n, int64_t rows = 1, int64_t stride = 0);
 
-// y[i] = exp(x[i] - shift[i * shift_step]) (shift_step 0: one shift for all); returns
-// the sum of the y[i]. Softmax's inner loop.
+// y[i] = exp(x[i] - shift[i * shift_step]) (shift_step 0: one shift for all), 0 where
+// x[i] - shift < -87, below which it would be a denormal or 0 (why: vector_math_kernels.h);
+// returns the sum of the y[i]. Softmax's inner loop.
 float exp_shifted_sum(const float* x, const float* shift, int64_t shift_step, float* y, int64_t n);
+float exp_shifted_sum(CpuIsa isa, const float* x, const float* shift, int64_t shift_step, float* y, int64_t n);
 
 // The largest x[i], i < n (-inf for n = 0). A NaN may be passed over: in a softmax it
 // reaches every result through exp all the same.

@@ -206,6 +206,31 @@ TEST(VectorMath, ExpShiftedSumMatchesDouble) {
   }
 }
 
+// Below e^-87 of the shift (the edge of float32's normal range) the terms are exact
+// zeros, never denormals (which Intel CPUs compute through slow microcode assists):
+// scores masked with -3.4e38 or -inf, and ones a little below the floor, at every level;
+// above it exp's 1 ulp; NaN still propagates.
+TEST(VectorMath, ExpShiftedSumGivesZerosNotDenormalsFarBelowTheShift) {
+  constexpr float kInfF = std::numeric_limits<float>::infinity();
+  const float lowest = std::numeric_limits<float>::lowest();
+  const std::vector<float> x = {0.f,    -59.f,  -86.9f, -87.1f, -90.f,  -104.f, -150.f, lowest, -kInfF, -3.f,
+                                -100.f, -70.f,  -65.f,  -80.f,  -88.5f, -103.f, -1.f,   -87.3f};
+  for (CpuIsa isa : {CpuIsa::Scalar, CpuIsa::Avx2, CpuIsa::Avx512}) {
+    if (!cpu_supports(isa)) continue;
+    std::vector<float> y(x.size());
+    const float shift = 0.f;
+    const float sum = exp_shifted_sum(isa, x.data(), &shift, 0, y.data(), static_cast<int64_t>(x.size()));
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (x[i] < -87.f) EXPECT_EQ(y[i], 0.f) << isa_name(isa) << " x = " << x[i];
+      else EXPECT_LE(ulp_error(y[i], std::exp(double(x[i]))), 1.0) << isa_name(isa) << " x = " << x[i];
+      EXPECT_NE(std::fpclassify(y[i]), FP_SUBNORMAL) << isa_name(isa) << " x = " << x[i];
+    }
+    EXPECT_NEAR(sum, 1.0 + std::exp(-3.0) + std::exp(-1.0), 1e-6) << isa_name(isa);
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    EXPECT_TRUE(std::isnan(exp_shifted_sum(isa, &nan, &shift, 0, y.data(), 1))) << isa_name(isa);
+  }
+}
+
 // Softmax's row at every level: the largest value exactly, and each result within 2e-6
 // relative of the double softmax of the same floats (exp's 1 ulp, the sum's and the
 // scale's roundings), for lengths around the vector widths (tails of every size), in
