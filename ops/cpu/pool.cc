@@ -247,6 +247,8 @@ class NhwcGlobalPool final : public Kernel {
     n_ = s[0];
     c_ = s.back();
     positions_ = shape_numel(init.inputs[0].shape) / std::max<int64_t>(n_ * c_, 1);
+    // Slices of equal width, at most kMaxSlice; counted again from the width, so that
+    // no slice is empty (past 4,096 channels the rounded-up width could leave one).
     const int64_t slices = std::max<int64_t>(1, (c_ + kMaxSlice - 1) / kMaxSlice);
     slice_ = (c_ + slices - 1) / slices;
     slices_ = (c_ + slice_ - 1) / std::max<int64_t>(slice_, 1);
