@@ -33,6 +33,13 @@ void copy_initializers_read(const Graph& graph, Graph& part) {
     }
 }
 
+const ValueInfo* declared_value(const Graph& graph, const std::string& value) {
+  for (const ValueInfo& in : graph.inputs)
+    if (in.name == value) return &in;
+  auto it = graph.value_info.find(value);
+  return it != graph.value_info.end() ? &it->second : nullptr;
+}
+
 std::unordered_map<std::string, int> producers(const Graph& graph) {
   std::unordered_map<std::string, int> p;
   for (size_t i = 0; i < graph.nodes.size(); ++i)

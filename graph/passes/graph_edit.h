@@ -30,6 +30,9 @@ void copy_initializers_read(const Graph& graph, Graph& part);
 // them): the graph's opsets and the initializers they read (copies share the bytes).
 void attach_decomposition(const Graph& graph, const std::vector<int>& parts, Node& fused);
 
+// A value's declared type (a graph input's, or value_info's), or null.
+const ValueInfo* declared_value(const Graph& graph, const std::string& value);
+
 // The node index producing each value.
 std::unordered_map<std::string, int> producers(const Graph& graph);
 

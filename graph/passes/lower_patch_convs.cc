@@ -30,14 +30,6 @@ namespace {
 constexpr int64_t kMaxChannels = 8;
 constexpr int64_t kMinPatch = 8;
 
-// X's declared shape, where the graph declares one.
-const ValueInfo* declared(const Graph& graph, const std::string& value) {
-  for (const ValueInfo& in : graph.inputs)
-    if (in.name == value) return &in;
-  auto it = graph.value_info.find(value);
-  return it != graph.value_info.end() ? &it->second : nullptr;
-}
-
 bool all_equal(const std::vector<int64_t>& v, int64_t x) {
   for (int64_t e : v)
     if (e != x) return false;
@@ -62,7 +54,7 @@ std::optional<int64_t> patch_size(const Graph& graph, const Node& conv) {
       a.get_ints_or("strides", {1, 1}) != std::vector<int64_t>{p, p} ||
       a.get_ints_or("kernel_shape", {p, p}) != std::vector<int64_t>{p, p})
     return std::nullopt;
-  const ValueInfo* x = declared(graph, conv.inputs[0]);
+  const ValueInfo* x = declared_value(graph, conv.inputs[0]);
   if (!x || !x->has_shape || x->dims.size() != 4) return std::nullopt;
   const Dim &c = x->dims[1], &h = x->dims[2], &wd = x->dims[3];
   if (!h.known() || !wd.known() || h.value % p != 0 || wd.value % p != 0 || (c.known() && c.value != ws[1]))
@@ -86,7 +78,7 @@ Tensor patch_matrix(const Tensor& w) {
 std::vector<Node> patch_matmul(Graph& graph, const Node& conv, int64_t p) {
   const Tensor& w = graph.initializers.at(conv.inputs[1]);
   const int64_t c = w.shape()[1];
-  const std::vector<Dim>& x = declared(graph, conv.inputs[0])->dims;
+  const std::vector<Dim>& x = declared_value(graph, conv.inputs[0])->dims;
   const int64_t ho = x[2].value / p, wo = x[3].value / p;
   const std::string base = conv.outputs[0] + "/patches";
   // Reshape's 0 copies X's batch, whatever it is (-1 could not infer it from 0 elements).
