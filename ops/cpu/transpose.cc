@@ -5,7 +5,8 @@
 // matrix transposes instead: copying a 3-channel image row by row of 3 elements was
 // 0.19 ms of MobileNetV3's 3.5.
 // com.ember ToBlocked and FromBlocked (the CPU's blocked layout, graph/schemas/
-// blocked_layout.cc) are the same batched transposes: [N C/b][b][D..] <-> [N C/b][D..][b].
+// blocked_layout.cc) are the same batched transposes: [N C/b][b][D..] <-> [N C/b][D..][b],
+// and com.ember ChannelShuffle is [outer][g][C/g][inner] -> [outer][C/g][g][inner].
 #include "graph/schemas/shape_util.h"
 #include "ops/cpu/index_copy.h"
 #include "ops/cpu/parallel.h"
@@ -101,6 +102,7 @@ class InterleaveRowsKernel final : public Kernel {
 };
 
 std::unique_ptr<Kernel> make_batched_transpose(size_t elem, int64_t b, int64_t r, int64_t s) {
+  if (elem == 4 && r == 2) return std::make_unique<InterleaveRowsKernel<uint32_t, 2>>(b, s);
   if (elem == 4 && r == 3) return std::make_unique<InterleaveRowsKernel<uint32_t, 3>>(b, s);
   if (elem == 4 && r == 4) return std::make_unique<InterleaveRowsKernel<uint32_t, 4>>(b, s);
   if (elem == 4 && r == 8) return std::make_unique<InterleaveRowsKernel<uint32_t, 8>>(b, s);
@@ -114,23 +116,12 @@ std::unique_ptr<Kernel> make_batched_transpose(size_t elem, int64_t b, int64_t r
   }
 }
 
-std::unique_ptr<Kernel> make_transpose(KernelInit& init, std::string* why_not) {
-  const size_t elem = movement_elem_size(init.inputs[0].dtype);
-  if (!elem) {
-    *why_not = std::string("unsupported dtype ") + dtype_name(init.inputs[0].dtype);
-    return nullptr;
-  }
-  const Shape& in = init.inputs[0].shape;
+// `in` permuted by `perm` (non-negative), elements of `elem` bytes.
+std::unique_ptr<Kernel> make_permutation(size_t elem, const Shape& in, const std::vector<int64_t>& perm) {
   if (shape_numel(in) == 0) return std::make_unique<IndexCopyKernel>(IndexCopy::nothing(elem));
-  const int64_t rank = static_cast<int64_t>(in.size());
-  std::vector<int64_t> perm = init.node.attributes.get_ints_or("perm", {});
-  if (perm.empty())
-    for (int64_t i = rank; i-- > 0;) perm.push_back(i);
-  for (int64_t& p : perm)
-    if (p < 0) p += rank;
   Shape dims;
   std::vector<int64_t> merged;
-  if (shape_numel(in) > 0) merge_dims(in, perm, &dims, &merged);
+  merge_dims(in, perm, &dims, &merged);
   if (merged == std::vector<int64_t>{1, 0}) {  // one matrix: a batch of one
     dims.insert(dims.begin(), 1);
     merged = {0, 2, 1};
@@ -141,6 +132,50 @@ std::unique_ptr<Kernel> make_transpose(KernelInit& init, std::string* why_not) {
   std::vector<std::vector<int64_t>> tables;
   for (int64_t p : perm) tables.push_back(IndexCopy::affine(in[p], 0, strides[p]));
   return std::make_unique<IndexCopyKernel>(IndexCopy(std::move(tables), elem));
+}
+
+std::unique_ptr<Kernel> make_transpose(KernelInit& init, std::string* why_not) {
+  const size_t elem = movement_elem_size(init.inputs[0].dtype);
+  if (!elem) {
+    *why_not = std::string("unsupported dtype ") + dtype_name(init.inputs[0].dtype);
+    return nullptr;
+  }
+  const Shape& in = init.inputs[0].shape;
+  const int64_t rank = static_cast<int64_t>(in.size());
+  std::vector<int64_t> perm = init.node.attributes.get_ints_or("perm", {});
+  if (perm.empty())
+    for (int64_t i = rank; i-- > 0;) perm.push_back(i);
+  for (int64_t& p : perm)
+    if (p < 0) p += rank;
+  return make_permutation(elem, in, perm);
+}
+
+// com.ember ChannelShuffle: the axis viewed as [group, C / group] and those two swapped,
+// [outer, g, C/g, inner] -> [outer, C/g, g, inner]. Channels-last (inner 1) interleaves
+// the groups' rows of channels at each position; NCHW moves whole planes.
+std::unique_ptr<Kernel> make_channel_shuffle(KernelInit& init, std::string* why_not) {
+  const size_t elem = movement_elem_size(init.inputs[0].dtype);
+  if (!elem) {
+    *why_not = std::string("unsupported dtype ") + dtype_name(init.inputs[0].dtype);
+    return nullptr;
+  }
+  const Shape& x = init.inputs[0].shape;
+  const int64_t rank = static_cast<int64_t>(x.size());
+  const std::vector<int64_t> fused_for = init.node.attributes.get_ints_or("x_shape", x);
+  for (size_t d = 0; d < x.size(); ++d)
+    if (fused_for.size() != x.size() || (fused_for[d] >= 0 && fused_for[d] != x[d])) {
+      *why_not = "X is " + shape_to_string(x) + ", not the " + shape_to_string(fused_for) + " it was fused for";
+      return nullptr;
+    }
+  int64_t axis = init.node.attributes.get_int_or("axis", 1);
+  if (axis < 0) axis += rank;
+  const int64_t group = init.node.attributes.get_int("group");
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (d < axis) outer *= x[d];
+    if (d > axis) inner *= x[d];
+  }
+  return make_permutation(elem, {outer, group, x[axis] / group, inner}, {0, 2, 1, 3});
 }
 
 // N x C/b x S x b -> N x S x C (FromBlocked with channels_last): for each image and
@@ -187,6 +222,7 @@ std::unique_ptr<Kernel> make_blocked_conversion(KernelInit& init, std::string* w
 }  // namespace
 
 EMBER_KERNEL("Transpose", "", 1, kMaxOpset, DeviceKind::Cpu, make_transpose);
+EMBER_KERNEL("ChannelShuffle", "com.ember", 1, kMaxOpset, DeviceKind::Cpu, make_channel_shuffle);
 EMBER_KERNEL("ToBlocked", "com.ember", 1, kMaxOpset, DeviceKind::Cpu, make_blocked_conversion<true>);
 EMBER_KERNEL("FromBlocked", "com.ember", 1, kMaxOpset, DeviceKind::Cpu, make_blocked_conversion<false>);
 

@@ -139,6 +139,54 @@ TEST(MovementBlocked, ChannelsThatDoNotFillBlocksRaise) {
   expect_error(to, "block must be 8 or 16", [&] { run(to, 1, {&x}); });
 }
 
+// com.ember ChannelShuffle: the axis's C entries as g rows of C/g, transposed:
+// Y[.., k g + j, ..] = X[.., j C/g + k, ..]. NCHW (axis 1, whole planes move), channels-
+// last (axis 3 or -1: each position's channels interleave; g = 2 has its own kernel),
+// groups of one channel, and every element size.
+Node channel_shuffle_node(int64_t group, int64_t axis) {
+  Node n = make_node("ChannelShuffle", 1);
+  n.domain = "com.ember";
+  n.attributes.set_int("group", group);
+  n.attributes.set_int("axis", axis);
+  return n;
+}
+
+Tensor channel_shuffle_reference(const Tensor& x, int64_t group, int64_t axis) {
+  const int64_t per_group = x.shape()[axis] / group;
+  return expected_by_index(x, x.shape(), [&](const std::vector<int64_t>& o) {
+    std::vector<int64_t> in = o;
+    in[axis] = o[axis] % group * per_group + o[axis] / group;
+    return ravel(in, x.shape());
+  });
+}
+
+TEST(MovementChannelShuffle, MatchesTheSplitTransposeAndJoinOfTheAxis) {
+  std::mt19937 rng(23);
+  struct Case {
+    Shape shape;
+    int64_t group, axis;
+  };
+  for (const Case& c : {Case{{2, 12, 5, 7}, 2, 1}, Case{{1, 116, 6, 6}, 2, 1}, Case{{2, 5, 7, 12}, 3, 3},
+                        Case{{1, 7, 7, 58}, 2, -1}, Case{{3, 4, 3, 32}, 4, 3}, Case{{2, 6, 4, 4}, 6, 1},
+                        Case{{2, 9, 1, 1}, 3, 1}})
+    for (DType dt : movement_dtypes()) {
+      SCOPED_TRACE(shape_to_string(c.shape) + " group " + std::to_string(c.group) + " axis " +
+                   std::to_string(c.axis) + " " + dtype_name(dt));
+      const Tensor x = random_tensor(dt, c.shape, rng);
+      const int64_t axis = c.axis < 0 ? c.axis + 4 : c.axis;
+      expect_same(run(channel_shuffle_node(c.group, c.axis), 1, {&x})[0], channel_shuffle_reference(x, c.group, axis));
+    }
+}
+
+TEST(MovementChannelShuffle, GroupsThatDoNotDivideTheAxisRaise) {
+  std::mt19937 rng(24);
+  const Tensor x = random_tensor(DType::Float32, {1, 10, 2, 2}, rng);
+  const Node shuffle = channel_shuffle_node(4, 1);
+  expect_error(shuffle, "divide the 10 entries of axis 1", [&] { run(shuffle, 1, {&x}); });
+  const Node outside = channel_shuffle_node(2, 4);
+  expect_error(outside, "outside X's rank 4", [&] { run(outside, 1, {&x}); });
+}
+
 TEST(MovementTranspose, EmptyAndScalarAndNegativePerm) {
   std::mt19937 rng(16);
   const Tensor x = random_tensor(DType::Float32, {3, 0, 2}, rng);
