@@ -2,7 +2,8 @@
 // float32 sessions, in oneDNN's blocked layout (N x C/b x H x W x b: nChw8c for
 // networks of 1x1 and depthwise convolutions while they are narrow, nChw16c for dense
 // networks whose channels fit it); the pooling, elementwise and concat nodes fed by
-// them follow, so that a chain of them keeps one layout. oneDNN's direct kernels are in
+// them follow (and, channels-last, Split and ShuffleNet's com.ember ChannelShuffle), so
+// that a chain of them keeps one layout. oneDNN's direct kernels are in
 // both (in NCHW it has only a GEMM fallback). Every value keeps its true shape: an NHWC
 // value is a separate value named "<plain name>/nhwc", a blocked one "<plain
 // name>/blocked", and the layout changes are ordinary nodes (Transpose; com.ember
@@ -26,6 +27,8 @@ namespace {
 
 const std::vector<int64_t> kToLast{0, 2, 3, 1};   // NCHW -> NHWC
 const std::vector<int64_t> kToFirst{0, 3, 1, 2};  // NHWC -> NCHW
+
+bool is(const Node& n, const char* op) { return n.domain.empty() && n.op_type == op; }
 
 bool is_transpose(const Node& n, const std::vector<int64_t>& perm) {
   return n.domain.empty() && n.op_type == "Transpose" && n.inputs.size() == 1 &&
@@ -102,8 +105,11 @@ Node new_layout_node(const std::string& name, const char* op, const std::string&
 
 // Pool and Norm nodes (BatchNormalization, FusedBatchNormalization) read one value and
 // become com.ember Nhwc<op> / Blocked<op> (Norm: <op> BatchNormalization, its fused
-// activation kept); Elementwise and Concat keep their op.
-enum class Role { None, Conv, Pool, Norm, Elementwise, Concat };
+// activation kept); Elementwise, Concat, Split, Slice and com.ember ChannelShuffle keep
+// their op (the four last with their axes moved).
+enum class Role { None, Conv, Pool, Norm, Elementwise, Concat, Split, Slice, Shuffle };
+
+const int64_t kLastAxis[4] = {0, 3, 1, 2};  // an NCHW axis's place in NHWC
 
 // A convolution with constant float32 4-D weights (a 2-D convolution).
 bool planar_conv(const Graph& graph, const Node& n) {
@@ -210,6 +216,8 @@ class LayoutPlanner {
     if (is_transpose(node, kToFirst)) forms_[node.outputs[0]][Form::Last] = node.inputs[0];
     if (is_transpose(node, kToLast) && has_form(node.inputs[0], Form::Last))
       alias_[node.outputs[0]] = forms_.at(node.inputs[0]).at(Form::Last);
+    if (is(node, "Shape") && node.inputs.size() == 1 && has_form(node.inputs[0], Form::Last))
+      return read_shape_channels_last(std::move(node));
     const Role role = role_of(node);
     if (role != Role::None) {
       const std::optional<Form> form = form_for(node, role);
@@ -217,6 +225,25 @@ class LayoutPlanner {
     }
     graph_.nodes.push_back(std::move(node));
   }
+
+  // Shape(x) of an x held channels-last reads the NHWC value's shape, its dims gathered
+  // back into NCHW order (both fold at plan time): TorchScript exports compute sizes from
+  // Shape everywhere, and a Shape of the plain x kept x's conversion to NCHW running.
+  void read_shape_channels_last(Node node) {
+    const int64_t start = std::clamp<int64_t>(normalized(node.attributes.get_int_or("start", 0)), 0, 4);
+    const int64_t end = std::clamp<int64_t>(normalized(node.attributes.get_int_or("end", 4)), 0, 4);
+    std::vector<int64_t> dims;
+    for (int64_t d = start; d < end; ++d) dims.push_back(kLastAxis[d]);
+    const std::string out = node.outputs[0], nhwc_shape = out + "/nhwc";
+    graph_.initializers[out + "/nchw_order"] = int64_vector(dims);
+    node.inputs[0] = forms_.at(node.inputs[0]).at(Form::Last);
+    node.outputs[0] = nhwc_shape;
+    node.attributes.erase("start");
+    node.attributes.erase("end");
+    graph_.nodes.push_back(std::move(node));
+    graph_.nodes.push_back(new_node(out + "/nchw_order", "Gather", {nhwc_shape, out + "/nchw_order"}, out));
+  }
+  static int64_t normalized(int64_t d) { return d < 0 ? d + 4 : d; }
 
   bool has_form(const std::string& v, Form f) const {
     auto it = forms_.find(v);
@@ -228,12 +255,15 @@ class LayoutPlanner {
     if (planar_conv(graph_, n)) return Role::Conv;
     const bool standard = n.domain.empty();
     if (n.domain == "com.ember" && n.op_type == "FusedBatchNormalization") return Role::Norm;
+    if (n.domain == "com.ember" && n.op_type == "ChannelShuffle") return Role::Shuffle;
     if (!standard) return unary_table_op(n) ? Role::Elementwise : Role::None;
     const std::string& op = n.op_type;
     if (op == "Conv") return Role::None;
     if (op == "MaxPool") return n.outputs.size() == 1 || n.outputs[1].empty() ? Role::Pool : Role::None;
     if (op == "AveragePool" || op == "GlobalAveragePool" || op == "GlobalMaxPool") return Role::Pool;
     if (op == "Concat") return Role::Concat;
+    if (op == "Split") return Role::Split;
+    if (op == "Slice") return Role::Slice;
     if (op == "BatchNormalization") return Role::Norm;
     static const char* const kBroadcasting[] = {"Add", "Sub", "Mul", "Div", "Pow", "PRelu", "Max", "Min", "Sum", "Mean"};
     for (const char* b : kBroadcasting)
@@ -250,7 +280,8 @@ class LayoutPlanner {
   // The inputs that carry the NCHW tensor (or broadcast against it).
   static std::vector<size_t> data_inputs(const Node& n, Role role) {
     if (role == Role::Conv) return n.inputs.size() > 3 && !n.inputs[3].empty() ? std::vector<size_t>{0, 3} : std::vector<size_t>{0};
-    const bool unary = role == Role::Pool || role == Role::Norm || n.op_type == "Clip" || unary_table_op(n);
+    const bool unary = role == Role::Pool || role == Role::Norm || role == Role::Split || role == Role::Slice ||
+                       role == Role::Shuffle || n.op_type == "Clip" || unary_table_op(n);
     std::vector<size_t> at;
     for (size_t i = 0; i < (unary ? 1 : n.inputs.size()); ++i)
       if (!n.inputs[i].empty()) at.push_back(i);
@@ -301,12 +332,18 @@ class LayoutPlanner {
   // A convolution always runs in its form; the others follow an input held in it, and
   // take constants beside it, but not another plain value of unknown rank.
   bool convertible(const Node& n, Role role, Form form) const {
-    for (size_t k = 1; k < n.outputs.size(); ++k)
+    for (size_t k = 1; k < n.outputs.size() && role != Role::Split; ++k)
       if (!n.outputs[k].empty()) return false;
+    if (role == Role::Split || role == Role::Shuffle) {
+      // Channels-last only: a split or shuffle of channel blocks needs sizes that fill them.
+      const int64_t axis = n.attributes.get_int_or("axis", role == Role::Split ? 0 : 1);
+      if (axis < -4 || axis > 3 || form != Form::Last) return false;
+    }
     if (role == Role::Concat) {
       const int64_t axis = n.attributes.get_int_or("axis", 1);
       if (axis < -4 || axis > 3 || (form == Form::Blocked && axis != 1 && axis != -3)) return false;
     }
+    if (role == Role::Slice && (form != Form::Last || !slice_axes(n))) return false;
     bool any_in_form = false;
     for (size_t i : data_inputs(n, role)) {
       const std::string& v = n.inputs[i];
@@ -317,6 +354,50 @@ class LayoutPlanner {
       if (c == graph_.initializers.end() || !constant_fits(c->second, role, form)) return false;
     }
     return any_in_form || role == Role::Conv;
+  }
+
+  // A Slice's axes (each in [0, 4)) where they are known constants: the axes input (the
+  // attribute before opset 10), or every axis the starts name where it is absent.
+  std::optional<std::vector<int64_t>> slice_axes(const Node& n) const {
+    const bool inputs = graph_.opset() >= 10;
+    std::optional<std::vector<int64_t>> axes;
+    if (!inputs) {
+      axes = n.attributes.get_ints_or("axes", {});
+      if (axes->empty()) axes = std::vector<int64_t>(n.attributes.get_ints_or("starts", {}).size());
+    } else if (n.inputs.size() > 3 && !n.inputs[3].empty()) {
+      axes = int_constant(n.inputs[3]);
+    } else if (auto starts = n.inputs.size() > 1 ? int_constant(n.inputs[1]) : std::nullopt) {
+      axes = std::vector<int64_t>(starts->size());
+    }
+    if (!axes || axes->size() > 4) return std::nullopt;
+    const bool all = !inputs ? !n.attributes.has("axes") : !(n.inputs.size() > 3 && !n.inputs[3].empty());
+    for (size_t i = 0; i < axes->size(); ++i) {
+      int64_t& a = (*axes)[i];
+      if (all) a = static_cast<int64_t>(i);
+      if (a < -4 || a > 3) return std::nullopt;
+      if (a < 0) a += 4;
+    }
+    return axes;
+  }
+
+  std::optional<std::vector<int64_t>> int_constant(const std::string& v) const {
+    auto c = graph_.initializers.find(v);
+    if (c == graph_.initializers.end() || c->second.rank() != 1) return std::nullopt;
+    const Tensor& t = c->second;
+    if (t.dtype() == DType::Int64) return std::vector<int64_t>(t.data_as<int64_t>(), t.data_as<int64_t>() + t.numel());
+    if (t.dtype() == DType::Int32) return std::vector<int64_t>(t.data_as<int32_t>(), t.data_as<int32_t>() + t.numel());
+    return std::nullopt;
+  }
+
+  // A channels-last Slice: its axes moved, as a new constant (from opset 10) or attribute.
+  void move_slice_axes(Node& slice) {
+    std::vector<int64_t> axes = *slice_axes(slice);
+    for (int64_t& a : axes) a = kLastAxis[a];
+    if (graph_.opset() < 10) return slice.attributes.set_ints("axes", axes);
+    const std::string name = slice.outputs[0] + "/axes";
+    graph_.initializers[name] = int64_vector(axes);
+    slice.inputs.resize(std::max<size_t>(slice.inputs.size(), 4));
+    slice.inputs[3] = name;
   }
 
   // The name holding `v` in `form`, made now if needed: a converted copy of a constant,
@@ -357,8 +438,14 @@ class LayoutPlanner {
     const bool plain_x = reads_plain_x(original, role, form);
     for (size_t i : data_inputs(original, role))
       if (!(plain_x && i == 0)) node.inputs[i] = form_of(node.inputs[i], form);
-    const std::string plain_out = node.outputs[0];
-    node.outputs = {plain_out + suffix(form)};
+    const std::vector<std::string> plain_outs = node.outputs;
+    for (std::string& out : node.outputs)
+      if (!out.empty()) out += suffix(form);
+    if (role == Role::Shuffle) {
+      const std::vector<int64_t> x = node.attributes.get_ints_or("x_shape", {});
+      if (x.size() == 4) node.attributes.set_ints("x_shape", {x[0], x[2], x[3], x[1]});
+      attach_fallback(node, original, role, form, plain_x);
+    }
     if (role == Role::Conv || role == Role::Pool || role == Role::Norm) {
       node.domain = "com.ember";
       const char* prefix = form == Form::Last ? "Nhwc" : "Blocked";
@@ -371,15 +458,18 @@ class LayoutPlanner {
       }
       attach_fallback(node, original, role, form, plain_x);
     }
-    if (role == Role::Concat && form == Form::Last) {
-      static const int64_t kLastAxis[4] = {0, 3, 1, 2};  // an NCHW axis's place in NHWC
-      const int64_t axis = node.attributes.get_int_or("axis", 1);
+    if (role == Role::Slice) move_slice_axes(node);
+    if ((role == Role::Concat || role == Role::Split || role == Role::Shuffle) && form == Form::Last) {
+      const int64_t axis = node.attributes.get_int_or("axis", role == Role::Split ? 0 : 1);
       node.attributes.set_int("axis", kLastAxis[axis < 0 ? axis + 4 : axis]);
     }
     if (role == Role::Concat && form == Form::Blocked) node.attributes.set_int("axis", 1);  // the channel blocks
-    forms_[plain_out][form] = node.outputs[0];
     graph_.nodes.push_back(std::move(node));
-    graph_.nodes.push_back(to_plain(plain_out + "/to_plain", plain_out + suffix(form), plain_out, form));
+    for (const std::string& plain_out : plain_outs) {
+      if (plain_out.empty()) continue;
+      forms_[plain_out][form] = plain_out + suffix(form);
+      graph_.nodes.push_back(to_plain(plain_out + "/to_plain", plain_out + suffix(form), plain_out, form));
+    }
     ++converted_;
   }
 

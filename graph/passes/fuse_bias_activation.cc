@@ -173,6 +173,7 @@ void optimize_graph(Graph& graph, const NodeEvaluator& evaluate, bool for_cpu, b
   lower_patch_convs(graph);
   fuse_gelu(graph);
   fuse_rms_norm(graph);
+  if (for_cpu) fuse_channel_shuffle(graph);  // before its Reshapes move; CUDA has no kernel for it
   sink_reshapes(graph);
   simplify_transposes(graph, /*through_scalar_mul=*/for_cpu);
   // The CPU has no fused attention kernel: its attention is oneDNN matmuls reading

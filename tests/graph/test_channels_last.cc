@@ -2,6 +2,7 @@
 // layout for float32 sessions): which nodes go channels-last or blocked, where the
 // conversions land, and that the graph computes what it did (node by node on the CPU
 // kernels, each converted node on its own kernel or its fallback).
+#include "graph/passes/graph_edit.h"
 #include "graph/passes/passes.h"
 
 #include <gtest/gtest.h>
@@ -129,6 +130,41 @@ Graph convnext_block(std::mt19937& rng) {
              make_node("Add", {"u", "c"}, {"y"})};
   g.outputs.push_back({"y", DType::Float32, {}, false});
   return g;
+}
+
+// TorchScript's chunk: two channel Slices between convolutions, one with its axes given
+// (as a negative axis) and one without (every axis its starts name), follow them
+// channels-last, their axes moved.
+TEST(ChannelsLast, ChannelSlicesFollowChannelsLast) {
+  std::mt19937 rng(12);
+  Graph g = cnn_input();
+  g.initializers["w1"] = random_tensor({8, 4, 1, 1}, rng);
+  g.initializers["w2"] = random_tensor({4, 4, 3, 3}, rng);
+  g.initializers["zero"] = int64_vector({0});
+  g.initializers["half"] = int64_vector({4});
+  g.initializers["end"] = int64_vector({8});
+  g.initializers["channel_axis"] = int64_vector({-3});
+  g.initializers["all_start"] = int64_vector({0, 4});
+  g.initializers["all_end"] = int64_vector({9, 8});
+  Attributes channels;
+  channels.set_int("axis", 1);
+  g.nodes = {make_node("Conv", {"x", "w1"}, {"c1"}, conv_attributes(1, 0)),
+             make_node("Slice", {"c1", "zero", "half", "channel_axis"}, {"first"}),
+             make_node("Slice", {"c1", "all_start", "all_end"}, {"second"}),
+             make_node("Conv", {"second", "w2"}, {"c2"}, conv_attributes(3, 1)),
+             make_node("Concat", {"first", "c2"}, {"y"}, channels)};
+  g.outputs.push_back({"y", DType::Float32, {}, false});
+  const Graph original = g;
+  optimize_graph(g, cpu_node_evaluator(), true);
+  EXPECT_EQ(count_ops(g, "Transpose"), 2);  // x in, y out
+  for (const Node& n : g.nodes) {
+    if (n.op_type == "Slice") {
+      const Tensor& axes = g.initializers.at(n.inputs[3]);
+      const std::vector<int64_t> moved(axes.data_as<int64_t>(), axes.data_as<int64_t>() + axes.numel());
+      EXPECT_EQ(moved, n.inputs[1] == "zero" ? std::vector<int64_t>{3} : (std::vector<int64_t>{0, 3}));
+    }
+  }
+  expect_same_results(original, g, {random_tensor({2, 4, 5, 5}, rng)}, 1e-5f);
 }
 
 // The model's transposes cancel against the pass's; with blocked layouts allowed the
