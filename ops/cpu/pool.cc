@@ -2,11 +2,12 @@
 // channels-last and blocked com.ember Nhwc* and Blocked* forms of all but LpPool.
 // oneDNN runs the common cases; a direct loop covers what it lacks in NCHW (MaxPool's
 // Indices, LpPool, and count_include_pad averages whose ceil_mode windows run past the
-// explicit padding, which ONNX does not count), and a blocked 2-D MaxPool is ember's own
-// loop (blocked_max_pool.h: faster than oneDNN's). A channels-last or blocked pool oneDNN
-// cannot run is declined: the planner runs its decomposition (conversions around the NCHW pool).
+// explicit padding, which ONNX does not count), and a blocked or channels-last 2-D MaxPool
+// is ember's own loop (max_pool_channels_inner.h: faster than oneDNN's). A channels-last
+// or blocked pool oneDNN cannot run is declined: the planner runs its decomposition
+// (conversions around the NCHW pool).
 #include "graph/schemas/window.h"
-#include "ops/cpu/blocked_max_pool.h"
+#include "ops/cpu/max_pool_channels_inner.h"
 #include "ops/cpu/dnnl_util.h"
 #include "ops/cpu/parallel.h"
 #include "ops/registry.h"
@@ -185,8 +186,8 @@ std::unique_ptr<Kernel> make_pool(KernelInit& init, std::string* why_not, PoolKi
   if (dtype == DType::Int8) return std::make_unique<LoopPoolKernel<int8_t>>(kind, g, x, count_pad, p, col_major);
   if (dtype == DType::UInt8) return std::make_unique<LoopPoolKernel<uint8_t>>(kind, g, x, count_pad, p, col_major);
   if (loop) return std::make_unique<LoopPoolKernel<float>>(kind, g, x, count_pad, p, col_major);
-  if (kind == PoolKind::Max && layout == Layout::ChannelsBlocked)
-    if (auto own = make_blocked_max_pool_2d(g, x)) return own;
+  if (kind == PoolKind::Max && layout != Layout::ChannelsFirst)
+    if (auto own = make_max_pool_channels_inner(g, x, layout == Layout::ChannelsLast)) return own;
   const dnnl::algorithm alg = kind == PoolKind::Max ? dnnl::algorithm::pooling_max
                               : count_pad           ? dnnl::algorithm::pooling_avg_include_padding
                                                     : dnnl::algorithm::pooling_avg_exclude_padding;

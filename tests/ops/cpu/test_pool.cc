@@ -221,8 +221,8 @@ TEST(BlockedPool, MaxAverageAndGlobalMatchThePlainOnes) {
   }
 }
 
-// The blocked MaxPool's own loop (ops/cpu/blocked_max_pool.cc) on every window shape
-// above: pads, ceil_mode windows past them, dilations. Max is exact.
+// The blocked MaxPool's own loop (ops/cpu/max_pool_channels_inner.cc) on every window
+// shape above: pads, ceil_mode windows past them, dilations. Max is exact.
 TEST(BlockedPool, MaxOnOddSizesPadsCeilDilations) {
   const Tensor x = random_floats({2, 16, 7, 9}, 77);
   for (int64_t b : {8, 16}) {
@@ -236,6 +236,28 @@ TEST(BlockedPool, MaxOnOddSizesPadsCeilDilations) {
       std::copy(plain.begin(), plain.end(), want_plain.data_as<float>());
       SCOPED_TRACE("block " + std::to_string(b) + ", window " + std::to_string(p.kh) + "x" + std::to_string(p.kw));
       expect_close(run_node(node, 1, {&xb}, 2)[0], values_of(blocked(want_plain, b)), 0, 0);
+    }
+  }
+}
+
+// The channels-last MaxPool, the same loop with every channel innermost, on every window
+// shape above, for channel counts that fill 64-channel chunks, part of one, whole
+// vectors and less than one (its scalar tail).
+TEST(NhwcPool, MaxOnOddSizesPadsCeilDilationsAndChannelCounts) {
+  for (int64_t c : {3, 13, 72, 136}) {
+    const Tensor x = random_floats({2, c, 7, 9}, 78);
+    const Tensor last = blocked(x, c);  // [N, 1, H, W, C]: the NHWC bytes
+    Tensor x_nhwc(DType::Float32, {2, 7, 9, c});
+    std::copy_n(last.data_as<float>(), last.numel(), x_nhwc.data_as<float>());
+    for (const Pool2d& p : kCases) {
+      Node node = pool_node("NhwcMaxPool", p);
+      node.domain = "com.ember";
+      const std::vector<float> plain = reference_pool(x, p, "max", false, 0);
+      Tensor want_plain(DType::Float32, {2, c, out_size(7, p.kh, p.sh, p.dh, p.top, p.bottom, p.ceil),
+                                         out_size(9, p.kw, p.sw, p.dw, p.left, p.right, p.ceil)});
+      std::copy(plain.begin(), plain.end(), want_plain.data_as<float>());
+      SCOPED_TRACE(std::to_string(c) + " channels, window " + std::to_string(p.kh) + "x" + std::to_string(p.kw));
+      expect_close(run_node(node, 1, {&x_nhwc}, 2)[0], values_of(blocked(want_plain, c)), 0, 0);
     }
   }
 }
