@@ -261,6 +261,7 @@ class LayoutPlanner {
     if (op == "Conv") return Role::None;
     if (op == "MaxPool") return n.outputs.size() == 1 || n.outputs[1].empty() ? Role::Pool : Role::None;
     if (op == "AveragePool" || op == "GlobalAveragePool" || op == "GlobalMaxPool") return Role::Pool;
+    if ((op == "ReduceMean" || op == "ReduceMax") && reduces_image(n)) return Role::Pool;
     if (op == "Concat") return Role::Concat;
     if (op == "Split") return Role::Split;
     if (op == "Slice") return Role::Slice;
@@ -269,6 +270,19 @@ class LayoutPlanner {
     for (const char* b : kBroadcasting)
       if (op == b) return Role::Elementwise;
     return op == "Clip" || unary_table_op(n) ? Role::Elementwise : Role::None;
+  }
+
+  // A ReduceMean or ReduceMax over the two spatial axes of a 4-D value, keeping them: a
+  // global pool (the dynamo exporter's spelling of AdaptiveAvgPool2d(1), in every
+  // squeeze-excite of EfficientNetV2).
+  bool reduces_image(const Node& n) const {
+    if (n.attributes.get_int_or("keepdims", 1) != 1) return false;
+    std::optional<std::vector<int64_t>> axes = n.attributes.get_ints_or("axes", {});
+    if (graph_.opset() >= 18) axes = n.inputs.size() > 1 && !n.inputs[1].empty() ? int_constant(n.inputs[1]) : std::nullopt;
+    if (!axes || axes->size() != 2) return false;
+    for (int64_t& a : *axes) a = normalized(a);
+    std::sort(axes->begin(), axes->end());
+    return *axes == std::vector<int64_t>{2, 3};
   }
 
   static bool unary_table_op(const Node& n) {
@@ -449,9 +463,17 @@ class LayoutPlanner {
     if (role == Role::Conv || role == Role::Pool || role == Role::Norm) {
       node.domain = "com.ember";
       const char* prefix = form == Form::Last ? "Nhwc" : "Blocked";
-      node.op_type = prefix + (role == Role::Conv   ? std::string("Conv")
-                               : role == Role::Norm ? std::string("BatchNormalization")
-                                                    : node.op_type);
+      node.op_type = prefix + (role == Role::Conv                 ? std::string("Conv")
+                               : role == Role::Norm               ? std::string("BatchNormalization")
+                               : node.op_type == "ReduceMean" ? std::string("GlobalAveragePool")
+                               : node.op_type == "ReduceMax"  ? std::string("GlobalMaxPool")
+                                                                  : node.op_type);
+      if (node.op_type.ends_with("GlobalAveragePool") || node.op_type.ends_with("GlobalMaxPool")) {
+        node.inputs.resize(1);  // a ReduceMean's axes
+        node.attributes.erase("axes");
+        node.attributes.erase("keepdims");
+        node.attributes.erase("noop_with_empty_axes");
+      }
       if (role == Role::Conv && form == Form::Blocked) {
         node.attributes.set_int("block", block_);
         merge_groups(node);

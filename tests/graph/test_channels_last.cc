@@ -167,6 +167,40 @@ TEST(ChannelsLast, ChannelSlicesFollowChannelsLast) {
   expect_same_results(original, g, {random_tensor({2, 4, 5, 5}, rng)}, 1e-5f);
 }
 
+// The dynamo exporter's squeeze-excite pools with ReduceMean over H and W (axes as an
+// input from opset 18, an attribute before; ReduceMax likewise): a global pool that
+// follows channels-last, where a plain ReduceMean kept the whole feature map's
+// conversion to NCHW.
+TEST(ChannelsLast, SpatialReduceMeanAndMaxRunAsGlobalPools) {
+  for (const int64_t opset : {17, 18}) {
+    for (const char* reduce : {"ReduceMean", "ReduceMax"}) {
+      SCOPED_TRACE(std::string(reduce) + " at opset " + std::to_string(opset));
+      std::mt19937 rng(13);
+      Graph g = cnn_input();
+      g.opset_imports[""] = opset;
+      g.initializers["w1"] = random_tensor({8, 4, 3, 3}, rng);
+      g.initializers["w2"] = random_tensor({8, 8, 1, 1}, rng);
+      g.initializers["axes"] = int64_vector({-1, 2});
+      Node pool = make_node(reduce, {"c1", "axes"}, {"pooled"});
+      if (opset < 18) {
+        pool.inputs.resize(1);
+        pool.attributes.set_ints("axes", {-1, 2});
+      }
+      g.nodes = {make_node("Conv", {"x", "w1"}, {"c1"}, conv_attributes(3, 1)), pool,
+                 make_node("Conv", {"pooled", "w2"}, {"excite"}, conv_attributes(1, 0)),
+                 make_node("Sigmoid", {"excite"}, {"gate"}), make_node("Mul", {"c1", "gate"}, {"y"})};
+      g.outputs.push_back({"y", DType::Float32, {}, false});
+      const Graph original = g;
+      optimize_graph(g, cpu_node_evaluator(), true);
+      const char* global = std::string(reduce) == "ReduceMean" ? "NhwcGlobalAveragePool" : "NhwcGlobalMaxPool";
+      EXPECT_EQ(count_ops(g, global), 1);
+      EXPECT_EQ(count_ops(g, reduce), 0);
+      EXPECT_EQ(count_ops(g, "Transpose"), 2);  // x in, y out
+      expect_same_results(original, g, {random_tensor({2, 4, 6, 5}, rng)}, 1e-5f);
+    }
+  }
+}
+
 // The model's transposes cancel against the pass's; with blocked layouts allowed the
 // graph still plans NHWC convolutions, where they do.
 TEST(ChannelsLast, TheModelsOwnTransposesCancel) {
