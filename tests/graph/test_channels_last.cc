@@ -493,6 +493,39 @@ TEST(BlockedLayout, ADenseNetworkOutOfBlocksOf16StaysChannelsLast) {
   expect_same_results(original, g, {random_tensor({1, 3, 6, 5}, rng)}, 1e-4f);
 }
 
+// RegNetY's block: a grouped 3x3 conv of 16-channel groups, then a squeeze-excite whose
+// bottleneck (36 channels) does not fill blocks of 16. The bottleneck's convs run on the
+// pooled 1x1 image, plain, and leave the rest of the network in blocks of 16; the same
+// bottleneck on the feature map itself keeps it channels-last.
+TEST(BlockedLayout, ASqueezeExciteBottleneckOutOfBlocksDoesNotKeepADenseNetworkOut) {
+  for (const bool on_pooled : {true, false}) {
+    SCOPED_TRACE(on_pooled ? "the bottleneck on the pooled image" : "the bottleneck on the feature map");
+    std::mt19937 rng(27);
+    Graph g = cnn_input();
+    g.opset_imports[""] = 18;
+    g.initializers["w1"] = random_tensor({48, 3, 3, 3}, rng);
+    g.initializers["wg"] = random_tensor({48, 16, 3, 3}, rng, -0.3f, 0.3f);
+    g.initializers["w_squeeze"] = random_tensor({36, 48, 1, 1}, rng, -0.3f, 0.3f);
+    g.initializers["w_excite"] = random_tensor({48, 36, 1, 1}, rng, -0.3f, 0.3f);
+    g.initializers["spatial"] = int64_vector({2, 3});
+    g.nodes = {make_node("Conv", {"x", "w1"}, {"a"}, conv_attributes(3, 1)),
+               make_node("Relu", {"a"}, {"r"}),
+               make_node("Conv", {"r", "wg"}, {"b"}, conv_attributes(3, 1, 3)),
+               make_node("ReduceMean", {"b", "spatial"}, {"pooled"}),
+               make_node("Conv", {on_pooled ? "pooled" : "b", "w_squeeze"}, {"s"}, conv_attributes(1, 0)),
+               make_node("Relu", {"s"}, {"s_relu"}),
+               make_node("Conv", {"s_relu", "w_excite"}, {"e"}, conv_attributes(1, 0)),
+               make_node("Sigmoid", {"e"}, {"gate"}),
+               make_node("Mul", {"b", "gate"}, {"y"})};
+    g.outputs.push_back({"y", DType::Float32, {}, false});
+    const Graph original = g;
+    optimize_blocked(g);
+    EXPECT_EQ(count_attribute(g, "BlockedConv", "block", 16), on_pooled ? 3 : 0);
+    EXPECT_EQ(count_ops(g, "NhwcConv"), on_pooled ? 0 : 4);
+    expect_same_results(original, g, {random_tensor({2, 3, 6, 5}, rng)}, 1e-4f);
+  }
+}
+
 // A DenseNet layer: the concatenated features go through BatchNormalization and ReLU
 // before the next convolution (nothing to fold it into). The normalization, its ReLU
 // fused, follows the layout, blocked or channels-last, rather than converting to plain
