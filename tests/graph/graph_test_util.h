@@ -39,6 +39,15 @@ inline void expect_close(const Tensor& got, const Tensor& want, float tol) {
         << "element " << i;
 }
 
+// A 2-D Conv's attributes: k x k windows padded to keep the size (k odd), `group` groups.
+inline Attributes same_conv_attributes(int64_t k, int64_t group = 1) {
+  Attributes a;
+  a.set_ints("kernel_shape", {k, k});
+  a.set_ints("pads", {k / 2, k / 2, k / 2, k / 2});
+  a.set_int("group", group);
+  return a;
+}
+
 // How many nodes of the graph are `op`.
 inline int count_ops(const Graph& g, const std::string& op) {
   int n = 0;

@@ -19,14 +19,7 @@ namespace {
 using test::make_node;
 using test::random_tensor;
 using test::run_node_by_node;
-
-Attributes conv_attributes(int64_t k, int64_t group = 1) {
-  Attributes a;
-  a.set_ints("kernel_shape", {k, k});
-  a.set_ints("pads", {k / 2, k / 2, k / 2, k / 2});
-  a.set_int("group", group);
-  return a;
-}
+using test::same_conv_attributes;
 
 // x -> A (3x3 + ReLU) -> a -> B (depthwise) -> b -> C (1x1, residual a) -> c
 //   -> D (1x1, residual c) -> d -> E (1x1) -> y (graph output); Relu(c) -> z (output).
@@ -41,14 +34,14 @@ Graph chain_graph(std::mt19937& rng) {
   g.initializers["wc"] = random_tensor({8, 8, 1, 1}, rng);
   g.initializers["wd"] = random_tensor({8, 8, 1, 1}, rng);
   g.initializers["we"] = random_tensor({8, 8, 1, 1}, rng);
-  g.nodes = {make_node("Conv", {"x", "wa"}, {"a0"}, conv_attributes(3)),
+  g.nodes = {make_node("Conv", {"x", "wa"}, {"a0"}, same_conv_attributes(3)),
              make_node("Relu", {"a0"}, {"a"}),
-             make_node("Conv", {"a", "wb"}, {"b"}, conv_attributes(3, 8)),
-             make_node("Conv", {"b", "wc"}, {"c0"}, conv_attributes(1)),
+             make_node("Conv", {"a", "wb"}, {"b"}, same_conv_attributes(3, 8)),
+             make_node("Conv", {"b", "wc"}, {"c0"}, same_conv_attributes(1)),
              make_node("Add", {"c0", "a"}, {"c"}),
-             make_node("Conv", {"c", "wd"}, {"d0"}, conv_attributes(1)),
+             make_node("Conv", {"c", "wd"}, {"d0"}, same_conv_attributes(1)),
              make_node("Add", {"d0", "c"}, {"d"}),
-             make_node("Conv", {"d", "we"}, {"y"}, conv_attributes(1)),
+             make_node("Conv", {"d", "we"}, {"y"}, same_conv_attributes(1)),
              make_node("Relu", {"c"}, {"z"})};
   g.outputs.push_back({"y", DType::Float32, {}, false});
   g.outputs.push_back({"z", DType::Float32, {}, false});

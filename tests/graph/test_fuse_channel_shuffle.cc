@@ -19,16 +19,9 @@ using test::expect_close;
 using test::make_node;
 using test::random_tensor;
 using test::run_node_by_node;
+using test::same_conv_attributes;
 
 constexpr int64_t kHalf = 8, kSize = 6;  // each branch's channels; the image's side
-
-Attributes conv_attributes(int64_t k, int64_t group = 1) {
-  Attributes a;
-  a.set_ints("kernel_shape", {k, k});
-  a.set_ints("pads", {k / 2, k / 2, k / 2, k / 2});
-  a.set_int("group", group);
-  return a;
-}
 
 ValueInfo nchw(const std::string& name, int64_t channels) {
   return {name, DType::Float32, {Dim{-1, "batch"}, Dim{channels, ""}, Dim{kSize, ""}, Dim{kSize, ""}}, true};
@@ -50,15 +43,15 @@ Graph shufflenet_unit(std::mt19937& rng, std::vector<int64_t> split_shape = {-1,
   channels.set_int("axis", 1);
   Attributes perm;
   perm.set_ints("perm", {0, 2, 1, 3, 4});
-  g.nodes = {make_node("Conv", {"x", "w1"}, {"c1"}, conv_attributes(1)),
+  g.nodes = {make_node("Conv", {"x", "w1"}, {"c1"}, same_conv_attributes(1)),
              make_node("Relu", {"c1"}, {"r1"}),
-             make_node("Conv", {"x", "wd"}, {"dw"}, conv_attributes(3, kHalf)),
+             make_node("Conv", {"x", "wd"}, {"dw"}, same_conv_attributes(3, kHalf)),
              make_node("Concat", {"r1", "dw"}, {"cat"}, channels),
              make_node("Reshape", {"cat", "split_shape"}, {"view"}),
              make_node("Transpose", {"view"}, {"shuffled"}, perm),
              make_node("Reshape", {"shuffled", "join_shape"}, {"joined"}),
              make_node("Split", {"joined"}, {"a", "b"}, channels),
-             make_node("Conv", {"b", "w2"}, {"c2"}, conv_attributes(1)),
+             make_node("Conv", {"b", "w2"}, {"c2"}, same_conv_attributes(1)),
              make_node("Concat", {"a", "c2"}, {"y"}, channels)};
   g.outputs.push_back({"y", DType::Float32, {}, false});
   return g;
