@@ -2,8 +2,9 @@
 // float32 sessions, in oneDNN's blocked layout (N x C/b x H x W x b: nChw8c for
 // networks of 1x1 and depthwise convolutions while they are narrow, nChw16c for dense
 // networks whose channels fit it); the pooling, elementwise and concat nodes fed by
-// them follow (and, channels-last, Split and ShuffleNet's com.ember ChannelShuffle), so
-// that a chain of them keeps one layout. oneDNN's direct kernels are in
+// them follow (and, channels-last, Split, channel Slices and ShuffleNet's com.ember
+// ChannelShuffle; a ReduceMean or ReduceMax over H and W runs as a global pool, and a
+// Shape reads the NHWC form), so that a chain of them keeps one layout. oneDNN's direct kernels are in
 // both (in NCHW it has only a GEMM fallback). Every value keeps its true shape: an NHWC
 // value is a separate value named "<plain name>/nhwc", a blocked one "<plain
 // name>/blocked", and the layout changes are ordinary nodes (Transpose; com.ember
