@@ -179,23 +179,13 @@ struct BlockChoice {
 // An NCHW axis in [0, 4).
 int64_t normalized(int64_t d) { return d < 0 ? d + 4 : d; }
 
-// A constant int64 or int32 vector.
-std::optional<std::vector<int64_t>> int_constant(const Graph& graph, const std::string& v) {
-  auto c = graph.initializers.find(v);
-  if (c == graph.initializers.end() || c->second.rank() != 1) return std::nullopt;
-  const Tensor& t = c->second;
-  if (t.dtype() == DType::Int64) return std::vector<int64_t>(t.data_as<int64_t>(), t.data_as<int64_t>() + t.numel());
-  if (t.dtype() == DType::Int32) return std::vector<int64_t>(t.data_as<int32_t>(), t.data_as<int32_t>() + t.numel());
-  return std::nullopt;
-}
-
 // A ReduceMean or ReduceMax over the two spatial axes of a 4-D value, keeping them: a
 // global pool (the dynamo exporter's spelling of AdaptiveAvgPool2d(1), in every
 // squeeze-excite of EfficientNetV2).
 bool reduces_image(const Graph& graph, const Node& n) {
   if (n.attributes.get_int_or("keepdims", 1) != 1) return false;
   std::optional<std::vector<int64_t>> axes = n.attributes.get_ints_or("axes", {});
-  if (graph.opset() >= 18) axes = n.inputs.size() > 1 && !n.inputs[1].empty() ? int_constant(graph, n.inputs[1]) : std::nullopt;
+  if (graph.opset() >= 18) axes = n.inputs.size() > 1 && !n.inputs[1].empty() ? constant_ints(graph, n.inputs[1]) : std::nullopt;
   if (!axes || axes->size() != 2) return false;
   for (int64_t& a : *axes) a = normalized(a);
   std::sort(axes->begin(), axes->end());
@@ -415,8 +405,8 @@ class LayoutPlanner {
       axes = n.attributes.get_ints_or("axes", {});
       if (axes->empty()) axes = std::vector<int64_t>(n.attributes.get_ints_or("starts", {}).size());
     } else if (n.inputs.size() > 3 && !n.inputs[3].empty()) {
-      axes = int_constant(graph_, n.inputs[3]);
-    } else if (auto starts = n.inputs.size() > 1 ? int_constant(graph_, n.inputs[1]) : std::nullopt) {
+      axes = constant_ints(graph_, n.inputs[3]);
+    } else if (auto starts = n.inputs.size() > 1 ? constant_ints(graph_, n.inputs[1]) : std::nullopt) {
       axes = std::vector<int64_t>(starts->size());
     }
     if (!axes || axes->size() > 4) return std::nullopt;

@@ -48,12 +48,12 @@ class TargetReader {
   std::optional<std::vector<Entry>> entries(const Node& reshape, const std::string& x) const {
     if (reshape.inputs.size() < 2) return std::nullopt;
     const std::string& target = reshape.inputs[1];
-    if (auto c = ints(target)) return constants(*c);
+    if (auto c = constant_ints(graph_, target)) return constants(*c);
     const Node* concat = producer(target);
     if (!concat || !is(*concat, "Concat") || concat->attributes.get_int_or("axis", 0) != 0) return std::nullopt;
     std::vector<Entry> out;
     for (const std::string& piece : concat->inputs) {
-      if (auto c = ints(piece)) {
+      if (auto c = constant_ints(graph_, piece)) {
         const auto more = constants(*c);
         out.insert(out.end(), more.begin(), more.end());
       } else {
@@ -67,15 +67,6 @@ class TargetReader {
   const Node* producer(const std::string& v) const {
     auto it = produced_.find(v);
     return it == produced_.end() ? nullptr : &graph_.nodes[it->second];
-  }
-
-  // An int64 initializer of rank 0 or 1.
-  std::optional<std::vector<int64_t>> ints(const std::string& v) const {
-    auto it = graph_.initializers.find(v);
-    if (it == graph_.initializers.end() || it->second.dtype() != DType::Int64 || it->second.rank() > 1)
-      return std::nullopt;
-    const int64_t* data = it->second.data_as<int64_t>();
-    return std::vector<int64_t>(data, data + it->second.numel());
   }
 
   static std::vector<Entry> constants(const std::vector<int64_t>& c) {
@@ -95,7 +86,7 @@ class TargetReader {
     if (!gather || !is(*gather, "Gather") || gather->inputs.size() != 2 || gather->attributes.get_int_or("axis", 0) != 0)
       return {};
     const Node* shape = producer(gather->inputs[0]);
-    const auto index = ints(gather->inputs[1]);
+    const auto index = constant_ints(graph_, gather->inputs[1]);
     if (!shape || !is(*shape, "Shape") || shape->inputs[0] != x || shape->attributes.has("start") ||
         shape->attributes.has("end") || !index || index->size() != 1 || (*index)[0] < 0 || (*index)[0] > 3)
       return {};

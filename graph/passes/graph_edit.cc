@@ -56,6 +56,17 @@ bool is_permutation(const std::vector<int64_t>& p) {
   return true;
 }
 
+std::optional<std::vector<int64_t>> constant_ints(const Graph& graph, const std::string& name) {
+  auto it = graph.initializers.find(name);
+  if (it == graph.initializers.end() || it->second.rank() > 1) return std::nullopt;
+  const Tensor& t = it->second;
+  std::vector<int64_t> v(static_cast<size_t>(t.numel()));
+  if (t.dtype() == DType::Int64) std::copy(t.data_as<int64_t>(), t.data_as<int64_t>() + t.numel(), v.begin());
+  else if (t.dtype() == DType::Int32) std::copy(t.data_as<int32_t>(), t.data_as<int32_t>() + t.numel(), v.begin());
+  else return std::nullopt;
+  return v;
+}
+
 bool scalar_constant(const Graph& graph, const std::string& value, float* out) {
   auto it = graph.initializers.find(value);
   if (it == graph.initializers.end() || it->second.dtype() != DType::Float32 ||

@@ -3,6 +3,7 @@
 
 #include "graph/graph.h"
 
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -38,6 +39,9 @@ std::unordered_map<std::string, int> producers(const Graph& graph);
 
 // Whether `p` holds each of 0 .. p.size() - 1 once (a Transpose's perm).
 bool is_permutation(const std::vector<int64_t>& p);
+
+// The values of an int64 or int32 initializer of rank 0 or 1 (a shape, axes, indices).
+std::optional<std::vector<int64_t>> constant_ints(const Graph& graph, const std::string& name);
 
 // A float32 initializer holding one value (any shape of one element): that value.
 bool scalar_constant(const Graph& graph, const std::string& value, float* out);

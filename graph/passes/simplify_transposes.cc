@@ -75,22 +75,11 @@ bool is_identity(const Perm& p) {
   return true;
 }
 
-std::optional<std::vector<int64_t>> const_ints(const Graph& g, const std::string& name) {
-  auto it = g.initializers.find(name);
-  if (it == g.initializers.end() || it->second.rank() > 1) return std::nullopt;
-  const Tensor& t = it->second;
-  std::vector<int64_t> v(static_cast<size_t>(t.numel()));
-  if (t.dtype() == DType::Int64) std::copy(t.data_as<int64_t>(), t.data_as<int64_t>() + t.numel(), v.begin());
-  else if (t.dtype() == DType::Int32) std::copy(t.data_as<int32_t>(), t.data_as<int32_t>() + t.numel(), v.begin());
-  else return std::nullopt;
-  return v;
-}
-
 // The axes of a Squeeze/Unsqueeze (input 1 from opset 13, the attribute before), each
 // in [0, rank).
 std::optional<std::vector<int64_t>> axes_of(const Graph& g, const Node& n, int64_t rank) {
   std::optional<std::vector<int64_t>> axes;
-  if (n.inputs.size() > 1 && !n.inputs[1].empty()) axes = const_ints(g, n.inputs[1]);
+  if (n.inputs.size() > 1 && !n.inputs[1].empty()) axes = constant_ints(g, n.inputs[1]);
   else if (n.attributes.has("axes")) axes = n.attributes.get_ints("axes");
   if (!axes || axes->empty()) return std::nullopt;
   for (int64_t& a : *axes) {
@@ -242,7 +231,7 @@ class Symbols {
       std::optional<std::vector<int64_t>> axes;
       if (unsqueeze) {
         std::optional<std::vector<int64_t>> raw;
-        if (in.size() > 1) raw = const_ints(g_, in[1]);
+        if (in.size() > 1) raw = constant_ints(g_, in[1]);
         else if (n->attributes.has("axes")) raw = n->attributes.get_ints("axes");
         if (!raw) return std::nullopt;
         axes = axes_of(g_, *n, rank + static_cast<int64_t>(raw->size()));
@@ -314,7 +303,7 @@ class Symbols {
   // The contents of an int64/int32 tensor of rank 0 or 1 (flattened), with its rank.
   std::optional<Values> infer_values(const std::string& v) {
     if (auto it = g_.initializers.find(v); it != g_.initializers.end()) {
-      auto c = const_ints(g_, v);
+      auto c = constant_ints(g_, v);
       if (!c) return std::nullopt;
       Values out{{}, it->second.rank()};
       for (int64_t x : *c) out.v.push_back(constant(x));
@@ -330,7 +319,7 @@ class Symbols {
       return Values{*d, 1};
     }
     if (is(*n, "Gather") && in.size() == 2) {
-      auto idx = const_ints(g_, in[1]);
+      auto idx = constant_ints(g_, in[1]);
       const int64_t idx_rank = g_.initializers.count(in[1]) ? g_.initializers.at(in[1]).rank() : -1;
       if (!idx || n->attributes.get_int_or("axis", 0) != 0) return std::nullopt;
       auto data = values_with_rank(in[0]);
@@ -354,7 +343,7 @@ class Symbols {
       auto x = values_with_rank(in[0]);
       if (!x) return std::nullopt;
       std::optional<std::vector<int64_t>> axes;
-      if (in.size() > 1 && !in[1].empty()) axes = const_ints(g_, in[1]);
+      if (in.size() > 1 && !in[1].empty()) axes = constant_ints(g_, in[1]);
       else if (n->attributes.has("axes")) axes = n->attributes.get_ints("axes");
       if (!axes) return std::nullopt;
       const int64_t rank = x->rank + (is(*n, "Unsqueeze") ? 1 : -1) * static_cast<int64_t>(axes->size());
@@ -398,14 +387,14 @@ class Symbols {
     }
     if (is(*n, "Slice") && in.size() >= 3) {
       auto data = values_with_rank(in[0]);
-      auto starts = const_ints(g_, in[1]), ends = const_ints(g_, in[2]);
+      auto starts = constant_ints(g_, in[1]), ends = constant_ints(g_, in[2]);
       if (!data || data->rank != 1 || !starts || !ends || starts->size() != 1 || ends->size() != 1) return std::nullopt;
       if (in.size() > 3 && !in[3].empty()) {
-        auto axes = const_ints(g_, in[3]);
+        auto axes = constant_ints(g_, in[3]);
         if (!axes || axes->size() != 1 || ((*axes)[0] != 0 && (*axes)[0] != -1)) return std::nullopt;
       }
       if (in.size() > 4 && !in[4].empty()) {
-        auto steps = const_ints(g_, in[4]);
+        auto steps = constant_ints(g_, in[4]);
         if (!steps || steps->size() != 1 || (*steps)[0] != 1) return std::nullopt;
       }
       const int64_t size = static_cast<int64_t>(data->v.size());

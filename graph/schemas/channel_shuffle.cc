@@ -7,6 +7,8 @@
 //   attributes: group (g >= 1, dividing C), axis (default 1; negative counts from the end),
 //   x_shape (optional): the X the fused nodes are exact for, -1 for any size; a kernel
 //   given another declines, and the node runs as its decomposition.
+#include "graph/schemas/channel_shuffle.h"
+
 #include "graph/schema.h"
 
 #include <string>
@@ -15,23 +17,13 @@ namespace ember {
 
 namespace {
 
-// Whether X is the one the node was fused for (x_shape, where it has one).
-bool fused_for_x(const InferContext& ctx) {
-  const Shape& x = ctx.input(0).shape;
-  const std::vector<int64_t> want = ctx.node.attributes.get_ints_or("x_shape", x);
-  if (want.size() != x.size()) return false;
-  for (size_t d = 0; d < x.size(); ++d)
-    if (want[d] >= 0 && want[d] != x[d]) return false;
-  return true;
-}
-
 std::vector<TensorType> infer_channel_shuffle(const InferContext& ctx) {
   const Shape& x = ctx.input(0).shape;
   const int64_t rank = static_cast<int64_t>(x.size());
   int64_t axis = ctx.node.attributes.get_int_or("axis", 1);
   if (axis < -rank || axis >= rank) ctx.fail("axis " + std::to_string(axis) + " is outside X's rank " + std::to_string(rank));
   if (axis < 0) axis += rank;
-  if (!fused_for_x(ctx)) return {ctx.input(0)};  // runs as its decomposition
+  if (!channel_shuffle_fused_for(ctx.node, x)) return {ctx.input(0)};  // runs as its decomposition
   const int64_t group = ctx.node.attributes.get_int_or("group", 0);
   if (group < 1 || x[axis] % group != 0)
     ctx.fail("group must be positive and divide the " + std::to_string(x[axis]) + " entries of axis " +
@@ -40,6 +32,14 @@ std::vector<TensorType> infer_channel_shuffle(const InferContext& ctx) {
 }
 
 }  // namespace
+
+bool channel_shuffle_fused_for(const Node& node, const Shape& x) {
+  const std::vector<int64_t> want = node.attributes.get_ints_or("x_shape", x);
+  if (want.size() != x.size()) return false;
+  for (size_t d = 0; d < x.size(); ++d)
+    if (want[d] >= 0 && want[d] != x[d]) return false;
+  return true;
+}
 
 EMBER_SCHEMA("ChannelShuffle", "com.ember", infer_channel_shuffle);
 

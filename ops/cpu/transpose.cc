@@ -7,6 +7,7 @@
 // com.ember ToBlocked and FromBlocked (the CPU's blocked layout, graph/schemas/
 // blocked_layout.cc) are the same batched transposes: [N C/b][b][D..] <-> [N C/b][D..][b],
 // and com.ember ChannelShuffle is [outer][g][C/g][inner] -> [outer][C/g][g][inner].
+#include "graph/schemas/channel_shuffle.h"
 #include "graph/schemas/shape_util.h"
 #include "ops/cpu/index_copy.h"
 #include "ops/cpu/parallel.h"
@@ -161,12 +162,10 @@ std::unique_ptr<Kernel> make_channel_shuffle(KernelInit& init, std::string* why_
   }
   const Shape& x = init.inputs[0].shape;
   const int64_t rank = static_cast<int64_t>(x.size());
-  const std::vector<int64_t> fused_for = init.node.attributes.get_ints_or("x_shape", x);
-  for (size_t d = 0; d < x.size(); ++d)
-    if (fused_for.size() != x.size() || (fused_for[d] >= 0 && fused_for[d] != x[d])) {
-      *why_not = "X is " + shape_to_string(x) + ", not the " + shape_to_string(fused_for) + " it was fused for";
-      return nullptr;
-    }
+  if (!channel_shuffle_fused_for(init.node, x)) {
+    *why_not = "X is " + shape_to_string(x) + ", not the x_shape it was fused for";
+    return nullptr;
+  }
   int64_t axis = init.node.attributes.get_int_or("axis", 1);
   if (axis < 0) axis += rank;
   const int64_t group = init.node.attributes.get_int("group");
