@@ -55,6 +55,9 @@ void max_of_window_tail(const float* x, float* y, int64_t channels, const Span& 
 
 // x viewed as [planes, H, W, lanes]: a blocked value's planes are its images' channel
 // blocks, a channels-last value's its images, with all C channels as lanes.
+// kVectors > 0: lanes is 8 kVectors, known when compiled (a blocked value's 8 or 16
+// lanes: no chunk loop per output); 0: any lanes, 64 at a time.
+template <int kVectors>
 class ChannelsInnerMaxPool2d final : public Kernel {
  public:
   ChannelsInnerMaxPool2d(const WindowGeometry& g, int64_t planes, int64_t h, int64_t w, int64_t lanes)
@@ -86,9 +89,11 @@ class ChannelsInnerMaxPool2d final : public Kernel {
     const int64_t row_stride = dh_ * w_ * lanes_, col_stride = dw_ * lanes_;
     for (const Span& cols : cols_) {
       const float* corner = x + (rows.start * w_ + cols.start) * lanes_;
-      for (int64_t c = 0; c < lanes_; c += kChunk) {
-        const int64_t n = std::min(kChunk, lanes_ - c);
-        pool_chunk(corner + c, y + c, n, rows, cols, row_stride, col_stride);
+      if constexpr (kVectors > 0) {
+        max_of_window<kVectors>(corner, y, rows, cols, row_stride, col_stride);
+      } else {
+        for (int64_t c = 0; c < lanes_; c += kChunk)
+          pool_chunk(corner + c, y + c, std::min(kChunk, lanes_ - c), rows, cols, row_stride, col_stride);
       }
       y += lanes_;
     }
@@ -117,11 +122,25 @@ class ChannelsInnerMaxPool2d final : public Kernel {
 
 }  // namespace
 
+namespace {
+
+std::unique_ptr<Kernel> pool_of_lanes(const WindowGeometry& g, int64_t planes, int64_t h, int64_t w, int64_t lanes) {
+  switch (lanes % 8 == 0 ? lanes / 8 : 0) {
+    case 1: return std::make_unique<ChannelsInnerMaxPool2d<1>>(g, planes, h, w, lanes);
+    case 2: return std::make_unique<ChannelsInnerMaxPool2d<2>>(g, planes, h, w, lanes);
+    case 4: return std::make_unique<ChannelsInnerMaxPool2d<4>>(g, planes, h, w, lanes);
+    case 8: return std::make_unique<ChannelsInnerMaxPool2d<8>>(g, planes, h, w, lanes);
+    default: return std::make_unique<ChannelsInnerMaxPool2d<0>>(g, planes, h, w, lanes);
+  }
+}
+
+}  // namespace
+
 std::unique_ptr<Kernel> make_max_pool_channels_inner(const WindowGeometry& g, const Shape& x, bool channels_last) {
   if (g.kernel.size() != 2) return nullptr;
-  if (channels_last && x.size() == 4) return std::make_unique<ChannelsInnerMaxPool2d>(g, x[0], x[1], x[2], x[3]);
+  if (channels_last && x.size() == 4) return pool_of_lanes(g, x[0], x[1], x[2], x[3]);
   if (!channels_last && x.size() == 5 && (x.back() == 8 || x.back() == 16))
-    return std::make_unique<ChannelsInnerMaxPool2d>(g, x[0] * x[1], x[2], x[3], x[4]);
+    return pool_of_lanes(g, x[0] * x[1], x[2], x[3], x[4]);
   return nullptr;
 }
 

@@ -241,10 +241,10 @@ TEST(BlockedPool, MaxOnOddSizesPadsCeilDilations) {
 }
 
 // The channels-last MaxPool, the same loop with every channel innermost, on every window
-// shape above, for channel counts that fill 64-channel chunks, part of one, whole
-// vectors and less than one (its scalar tail).
+// shape above: channel counts its compiled widths take (32, 64), and the run-time loop's
+// (64-channel chunks, part of one, whole vectors and less than one: its scalar tail).
 TEST(NhwcPool, MaxOnOddSizesPadsCeilDilationsAndChannelCounts) {
-  for (int64_t c : {3, 13, 72, 136}) {
+  for (int64_t c : {3, 13, 32, 64, 72, 136}) {
     const Tensor x = random_floats({2, c, 7, 9}, 78);
     const Tensor last = blocked(x, c);  // [N, 1, H, W, C]: the NHWC bytes
     Tensor x_nhwc(DType::Float32, {2, 7, 9, c});
