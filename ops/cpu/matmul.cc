@@ -238,19 +238,21 @@ struct PackedProduct {
 };
 
 // Whether ember's own product runs `init` (float32 inputs, as the factories checked)
-// rather than oneDNN's: float32 math on an AVX2 CPU without AVX-512 (where oneDNN 2.6's
-// matmul is its GEMM fallback; on AVX-512 its kernels are unmeasured against ember's),
-// a constant B, a product with something in it, and a depth it runs faster at (K below
-// 256 runs on oneDNN, with a packed form of B of its own, and single rows of it on the
-// matrix-vector kernel; a weight's depth is the same in every plan, so a weight of 256
-// or more has the panels alone, whatever the rows).
+// rather than oneDNN's: float32 math on an AVX2 or AVX-512 CPU (where oneDNN 2.6's matmul
+// is its GEMM fallback, or brgemm kernels that wait on B coming from memory), a constant
+// B, a product with something in it, and a shape it runs faster at
+// (PackedGemm::runs_faster). K below 256 runs on oneDNN, with a packed form of B of its
+// own, and single rows of it on the matrix-vector kernel. On AVX2 a weight's depth is
+// the same in every plan, so a weight of 256 or more has the panels alone, whatever the
+// rows; on AVX-512 a session whose plans see both up to 256 rows and more packs such a
+// weight twice: the panels and oneDNN's form.
 // EMBER_CPU_GEMM=onednn, read as each plan is made, leaves every product to oneDNN: to
 // compare the two in one process (tools/ab.py) or to work around the own kernel.
 bool packed_product_applies(const KernelInit& init, const PackedProduct& p) {
   const char* gemm = std::getenv("EMBER_CPU_GEMM");
   if (gemm && std::string_view(gemm) == "onednn") return false;
-  return cpu_isa() == CpuIsa::Avx2 && init.dense_math == DenseMath::Float32 && init.values[1] != nullptr &&
-         p.m > 0 && p.k > 0 && p.n > 0 && PackedGemm::runs_faster(p.k);
+  return cpu_isa() != CpuIsa::Scalar && init.dense_math == DenseMath::Float32 && init.values[1] != nullptr &&
+         p.m > 0 && p.k > 0 && p.n > 0 && PackedGemm::runs_faster(p.m, p.k);
 }
 
 // Y = act(A B + bias) on ember's own product, B packed into panels once per session
@@ -260,11 +262,11 @@ class PackedMatMulKernel final : public Kernel {
   PackedMatMulKernel(KernelInit& init, const ew::Activation& act, PackedProduct product)
       : gemm_(product.m, product.k, product.n, product.n, act), scaled_bias_(std::move(product.scaled_bias)),
         has_bias_(product.bias) {
-    panels_ = packed_constant(init, 1, product.b, gemm_panels_desc(product.k, product.n));
+    panels_ = packed_constant(init, 1, product.b, gemm_.panels_desc());
     init.workspace_bytes = gemm_.workspace_bytes();
   }
 
-  const char* variant() const override { return "ember packed AVX2"; }
+  const char* variant() const override { return gemm_.name(); }
 
   void run(const RunArgs& args) const override {
     const float* bias = !has_bias_ ? nullptr : scaled_bias_.empty() ? args.inputs[2]->data_as<float>() : scaled_bias_.data();

@@ -1,17 +1,22 @@
-// ember's own float32 matrix product on AVX2: A [M, K] row-major times a constant B
-// packed once into panels of 16 columns, with the bias and the activation applied to
-// each 6 x 16 block of C while it is in registers or L1. It runs MatMul and Gemm on
-// constant weights where the CPU has AVX2 and not AVX-512 (ops/cpu/matmul.cc), and its
-// register blocks run the Winograd convolution's products (ops/cpu/winograd_conv.cc).
+// ember's own float32 matrix product: A [M, K] row-major times a constant B packed once
+// into panels of columns, with the bias and the activation applied to each block of C
+// while it is in registers or L1. On AVX2 the panels are 16 columns wide and the blocks
+// 6 x 16; on AVX-512, 48 and 8 x 48 (ops/cpu/packed_gemm_avx512.h). It runs MatMul and
+// Gemm on constant weights (ops/cpu/matmul.cc), and its AVX2 register blocks run the
+// Winograd convolution's products (ops/cpu/winograd_conv.cc).
 //
-// Why not oneDNN's: oneDNN 2.6's GEMM-based matmul (its only one on AVX2) copies B into
-// its own packed form on every call and applies bias and activation in a pass of its
-// own afterwards. In GPT-2 at batch 1 (Zen 3, 2 threads) its products ran 30-80% behind
-// ONNX Runtime's MLAS, which packs B once at session creation; the measurements are in
-// the .cc.
+// Why not oneDNN's: on AVX2, oneDNN 2.6's GEMM-based matmul (its only one there) copies
+// B into its own packed form on every call and applies bias and activation in a pass of
+// its own afterwards. In GPT-2 at batch 1 (Zen 3, 2 threads) its products ran 30-80%
+// behind ONNX Runtime's MLAS, which packs B once at session creation; the measurements
+// are in the .cc. On AVX-512 oneDNN's brgemm kernels run well from cache, but a model's
+// weights come from memory, and its products then ran 15-25% slower than from L3; the
+// AVX-512 blocks prefetch the next slice of B while they work (measurements at
+// PackedGemm::run_wide).
 #pragma once
 
 #include "graph/elementwise_functions.h"
+#include "ops/cpu/vector_math.h"
 
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -42,10 +47,11 @@ void multiply_block_16(const float* v, int64_t v_stride, const float* u, int64_t
 // The same for a panel of 8 columns (u[d * 8 + j]), plain sums.
 void multiply_block_8(const float* v, int64_t v_stride, const float* u, int64_t depth, float* m, int64_t m_stride);
 
-// B [K, N] as panels: columns [16p, 16p + 16) of every row, K rows of 16 floats, the last
-// panel's columns past N zero. A oneDNN descriptor of dims {K, N}, so the packed-weights
-// cache makes it with packed_constant and can reorder it into another layout.
-dnnl::memory::desc gemm_panels_desc(int64_t k, int64_t n);
+// B [K, N] as panels of `columns` (16 or 48): columns [wp, wp + w) of every row, K rows
+// of w floats, the last panel's columns past N zero. A oneDNN descriptor of dims {K, N},
+// so the packed-weights cache makes it with packed_constant and can reorder it into
+// another layout.
+dnnl::memory::desc gemm_panels_desc(int64_t k, int64_t n, int64_t columns = kPanelColumns);
 
 // C [M, N] (rows ldc apart) = act(A B + bias) for A [M, K] row-major and B packed as
 // gemm_panels_desc(K, N); the bias is [N] or absent. A is taken in chunks of rows of
@@ -65,7 +71,12 @@ dnnl::memory::desc gemm_panels_desc(int64_t k, int64_t n);
 class PackedGemm {
  public:
   PackedGemm() = default;
-  PackedGemm(int64_t m, int64_t k, int64_t n, int64_t ldc, const ew::Activation& act);
+  // The AVX-512 blocks where `isa` is AVX-512, else the AVX2 ones.
+  PackedGemm(int64_t m, int64_t k, int64_t n, int64_t ldc, const ew::Activation& act, CpuIsa isa = cpu_isa());
+
+  // The panels this product reads: gemm_panels_desc at its width.
+  dnnl::memory::desc panels_desc() const;
+  const char* name() const { return wide_ ? "ember packed AVX-512" : "ember packed AVX2"; }
 
   // Rows of A per pass over the panels: 2 MB of them (B is read once per chunk). Inside
   // ConvNeXt at batch 8 (A up to 9.6 MB) the kernel ran 6% slower than oneDNN's without
@@ -80,9 +91,16 @@ class PackedGemm {
   // 46.5, at 16 75.9 -> 59.3; the Llama-style builder at 16 20.3 -> 18.0.
   static constexpr int64_t kSpreadBlocks = 16;
 
-  // Whether a product of depth k runs faster here than on oneDNN's matmul: K of 256 or
-  // more, whatever M.
-  static bool runs_faster(int64_t k);
+  // The AVX-512 blocks' chunks of A: rows of 1 MB, and at least 128 (a sequence of 128
+  // at K = 3072 stays one chunk).
+  static constexpr int64_t kWideChunkBytes = int64_t{1} << 20;
+  static constexpr int64_t kWideChunkRows = 128;
+  // The most rows the AVX-512 blocks take (more run on oneDNN's matmul; see the .cc).
+  static constexpr int64_t kWideMaxRows = 256;
+
+  // Whether a product of m rows of depth k runs faster here than on oneDNN's matmul: K of
+  // 256 or more, and on AVX-512 at most kWideMaxRows rows.
+  static bool runs_faster(int64_t m, int64_t k, CpuIsa isa = cpu_isa());
 
   // A's last M % 6 rows, copied into a whole register block (none for a single row).
   size_t workspace_bytes() const;
@@ -94,14 +112,17 @@ class PackedGemm {
     float* c;
   };
   void multiply_panel(const Operands& x, int64_t p, bool prefetch_next, int64_t first, int64_t last) const;
+  void run_wide(const float* a, const float* groups, const float* bias, float* c) const;
+  int64_t columns() const;
   // Whether A's last rows go to a whole block in the workspace: M not a multiple of 6,
   // and more than the one row the row kernel reads in place.
-  bool copies_tail() const { return m_ > 1 && m_ % kBlockRows != 0; }
+  bool copies_tail() const { return !wide_ && m_ > 1 && m_ % kBlockRows != 0; }
 
   int64_t m_ = 0, k_ = 0, n_ = 0, ldc_ = 0, panels_ = 0;
   ew::Activation act_;
   float lo_ = -__builtin_inff(), hi_ = __builtin_inff();
   bool activation_after_ = false;  // a function the bounds cannot express
+  bool wide_ = false;              // the AVX-512 blocks
 };
 
 }  // namespace ember

@@ -1,11 +1,14 @@
 // ember's own float32 product on constant B (ops/cpu/packed_gemm.h) against a plain
-// double-precision loop: row counts that leave a partial register block of 6, column
-// counts that leave a partial panel of 16, a C wider than N, biases, every fused
-// activation, NaN through the bounds; the panels' oneDNN descriptor against the layout
-// the kernel reads; and which MatMul and Gemm nodes the registry gives it.
+// double-precision loop, with the AVX2 blocks and, where the CPU has AVX-512, the
+// AVX-512 ones: row counts that leave a partial register block (6 rows, 8), column
+// counts that leave a partial panel (16 columns, 48), depths that leave a partial slice
+// of K (256), a C wider than N, biases, every fused activation, NaN through the bounds;
+// the panels' oneDNN descriptor against the layout the kernel reads; and which MatMul
+// and Gemm nodes the registry gives it.
 #include "graph/elementwise_table.h"
 #include "ops/cpu/dnnl_util.h"
 #include "ops/cpu/packed_gemm.h"
+#include "ops/cpu/packed_gemm_avx512.h"
 #include "ops/cpu/vector_math.h"
 #include "test_conv_util.h"
 
@@ -16,13 +19,22 @@
 namespace ember::test {
 namespace {
 
-// B [k, n] row-major packed as gemm_panels_desc documents it, by hand.
-std::vector<float> packed_by_hand(const Tensor& b) {
-  const int64_t k = b.shape()[0], n = b.shape()[1], panels = (n + kPanelColumns - 1) / kPanelColumns;
-  std::vector<float> packed(static_cast<size_t>(panels * k * kPanelColumns), 0.f);
+// The instruction sets whose blocks this CPU runs.
+std::vector<CpuIsa> gemm_isas() {
+  std::vector<CpuIsa> isas;
+  for (CpuIsa isa : {CpuIsa::Avx2, CpuIsa::Avx512})
+    if (cpu_supports(isa)) isas.push_back(isa);
+  return isas;
+}
+
+int64_t columns_of(CpuIsa isa) { return isa == CpuIsa::Avx512 ? avx512_gemm::kGroupColumns : kPanelColumns; }
+
+// B [k, n] row-major packed as gemm_panels_desc documents it, by hand, in panels of w.
+std::vector<float> packed_by_hand(const Tensor& b, int64_t w) {
+  const int64_t k = b.shape()[0], n = b.shape()[1], panels = (n + w - 1) / w;
+  std::vector<float> packed(static_cast<size_t>(panels * k * w), 0.f);
   for (int64_t d = 0; d < k; ++d)
-    for (int64_t j = 0; j < n; ++j)
-      packed[(j / kPanelColumns * k + d) * kPanelColumns + j % kPanelColumns] = b.data_as<float>()[d * n + j];
+    for (int64_t j = 0; j < n; ++j) packed[(j / w * k + d) * w + j % w] = b.data_as<float>()[d * n + j];
   return packed;
 }
 
@@ -43,12 +55,13 @@ struct Product {
 // products drift from the exact sum by at most about k * FLT_EPSILON * sum |a b| (the
 // kernel sums in k order, one rounding per step); the activations are 1.2-Lipschitz at
 // most here, and their vector forms a few ulp off (ops/cpu/vector_math.h): 1e-6 |y|.
-void check_product(const Product& p, bool with_bias, const ActivationCase& a) {
-  SCOPED_TRACE(std::to_string(p.m) + " x " + std::to_string(p.k) + " x " + std::to_string(p.n) + ", ldc " +
-               std::to_string(p.ldc) + (with_bias ? ", bias" : "") + ", activation '" + a.kind + "'");
+void check_product(const Product& p, bool with_bias, const ActivationCase& a, CpuIsa isa) {
+  SCOPED_TRACE(std::string(isa_name(isa)) + ": " + std::to_string(p.m) + " x " + std::to_string(p.k) + " x " +
+               std::to_string(p.n) + ", ldc " + std::to_string(p.ldc) + (with_bias ? ", bias" : "") +
+               ", activation '" + a.kind + "'");
   const Tensor x = random_floats({p.m, p.k}, 1), w = random_floats({p.k, p.n}, 2), bias = random_floats({p.n}, 3);
-  const std::vector<float> panels = packed_by_hand(w);
-  const PackedGemm gemm(p.m, p.k, p.n, p.ldc, activation_of(a));
+  const std::vector<float> panels = packed_by_hand(w, columns_of(isa));
+  const PackedGemm gemm(p.m, p.k, p.n, p.ldc, activation_of(a), isa);
   std::vector<float> workspace(gemm.workspace_bytes() / sizeof(float) + 1);
   const float sentinel = -12345.f;  // C's columns past N must keep it
   std::vector<float> c(static_cast<size_t>(p.m * p.ldc), sentinel);
@@ -70,35 +83,47 @@ void check_product(const Product& p, bool with_bias, const ActivationCase& a) {
 }
 
 TEST(PackedGemm, MatchesAPlainProductOnOddShapes) {
-  // Up to kSpreadBlocks blocks (M <= 96) each block prefetches its share of the next
-  // panel in segments of its depth: 16 x 301 leaves a depth no share divides, and 96 and
-  // 100 rows sit either side of the rule.
+  // AVX2: up to kSpreadBlocks blocks (M <= 96) each block prefetches its share of the
+  // next panel in segments of its depth: 16 x 301 leaves a depth no share divides, and
+  // 96 and 100 rows sit either side of the rule.
   static_assert(PackedGemm::kSpreadBlocks * kBlockRows == 96);
-  for (const Product& p : {Product{1, 1, 1, 1}, {5, 3, 7, 7}, {6, 16, 16, 16}, {7, 33, 17, 20}, {13, 300, 40, 40},
-                           {16, 301, 64, 64}, {96, 257, 48, 50}, {100, 257, 48, 48}, {64, 129, 48, 48},
-                           {20, 8, 100, 101}, {1, 301, 37, 40}, {1, 2, 16, 16}})
-    for (bool with_bias : {false, true}) check_product(p, with_bias, {"", {}});
+  // AVX-512: blocks of 1 to 8 rows, groups of 48 columns whole, partial (49, 100) and
+  // fewer than 16 (37), depths of one slice, a slice and a step, and three slices (the
+  // sums carried through C between them), rows split between the threads (fewer than 4
+  // groups) and groups split (150, 200 columns).
+  for (CpuIsa isa : gemm_isas())
+    for (const Product& p : {Product{1, 1, 1, 1}, {5, 3, 7, 7}, {6, 16, 16, 16}, {7, 33, 17, 20}, {13, 300, 40, 40},
+                             {16, 301, 64, 64}, {96, 257, 48, 50}, {100, 257, 48, 48}, {64, 129, 48, 48},
+                             {20, 8, 100, 101}, {1, 301, 37, 40}, {1, 2, 16, 16}, {8, 256, 48, 48}, {9, 257, 49, 52},
+                             {17, 700, 200, 203}, {3, 513, 150, 150}, {130, 300, 100, 100}, {1, 600, 500, 500}})
+      for (bool with_bias : {false, true}) check_product(p, with_bias, {"", {}}, isa);
 }
 
 TEST(PackedGemm, AppliesEveryFusedActivation) {
-  for (const ActivationCase& a : all_activations()) {
-    check_product({13, 70, 40, 40}, true, a);
-    check_product({1, 70, 40, 40}, true, a);  // a single row: its own kernel, the same stores
-  }
+  for (CpuIsa isa : gemm_isas())
+    for (const ActivationCase& a : all_activations()) {
+      check_product({13, 70, 40, 40}, true, a, isa);
+      check_product({1, 70, 40, 40}, true, a, isa);  // a single row: its own kernel on AVX2, the same stores
+      check_product({11, 300, 200, 200}, true, a, isa);  // AVX-512: bounds on the last slice, groups split
+    }
 }
 
 TEST(PackedGemm, SplitsThePanelsBetweenThreads) {
-  // 96 panels of 130 rows by 64 deep: parallel_for gives each thread a range of panels,
-  // and the last range prefetches no panel past its own.
-  check_product({130, 64, 1536, 1536}, true, {"Gelu", {}});
+  // 96 panels (32 groups) of 130 rows by 64 deep: parallel_for gives each thread a range
+  // of panels, and the last range prefetches no panel past its own.
+  for (CpuIsa isa : gemm_isas()) check_product({130, 64, 1536, 1536}, true, {"Gelu", {}}, isa);
 }
 
 TEST(PackedGemm, TakesALargeAInChunksOfRows) {
-  // 2,500 rows of 512: 5 MB of A, three passes over the panels (1,020 rows, 1,020, then
-  // 460 ending in a partial block of 4), each with its own GELU pass and bias.
+  // AVX2: 2,500 rows of 512: 5 MB of A, three passes over the panels (1,020 rows, 1,020,
+  // then 460 ending in a partial block of 4), each with its own GELU pass and bias.
   const int64_t chunk_rows = PackedGemm::kChunkBytes / (kBlockRows * 512 * int64_t{sizeof(float)}) * kBlockRows;
   ASSERT_EQ(chunk_rows, 1020);
-  check_product({2500, 512, 40, 41}, true, {"Gelu", {}});
+  check_product({2500, 512, 40, 41}, true, {"Gelu", {}}, CpuIsa::Avx2);
+  // AVX-512: 200 rows of 4,096 (3.2 MB) in chunks of 128 rows, then 72, over 5 groups.
+  if (!cpu_supports(CpuIsa::Avx512)) GTEST_SKIP() << "the AVX-512 blocks need a CPU with AVX-512";
+  ASSERT_EQ(PackedGemm::kWideChunkBytes / (4096 * int64_t{sizeof(float)}), 64) << "fewer than kWideChunkRows";
+  check_product({200, 4096, 230, 230}, true, {"Gelu", {}}, CpuIsa::Avx512);
 }
 
 TEST(PackedGemm, NaNStaysNaNThroughTheBounds) {
@@ -106,9 +131,11 @@ TEST(PackedGemm, NaNStaysNaNThroughTheBounds) {
   x.data_as<float>()[9 * 6 + 2] = std::numeric_limits<float>::quiet_NaN();  // row 6: the partial block
   x.data_as<float>()[1] = std::numeric_limits<float>::quiet_NaN();          // row 0: a whole block
   const Tensor w = random_floats({9, 20}, 5);
-  const std::vector<float> panels = packed_by_hand(w);
+  for (CpuIsa isa : gemm_isas())
   for (const ActivationCase& a : {ActivationCase{"Relu", {}}, ActivationCase{"Clip", {-0.5f, 0.7f}}}) {
-    const PackedGemm gemm(7, 9, 20, 20, activation_of(a));
+    SCOPED_TRACE(isa_name(isa));
+    const std::vector<float> panels = packed_by_hand(w, columns_of(isa));
+    const PackedGemm gemm(7, 9, 20, 20, activation_of(a), isa);
     std::vector<float> workspace(gemm.workspace_bytes() / sizeof(float) + 1), c(7 * 20);
     gemm.run(x.data_as<float>(), panels.data(), nullptr, c.data(), workspace.data());
     for (int64_t j = 0; j < 20; ++j) {
@@ -123,26 +150,27 @@ TEST(PackedGemm, NaNStaysNaNThroughTheBounds) {
 // and a given-back weight's other forms are reordered out of it: the descriptor must be
 // the layout the kernel reads, from B as stored or transposed (Gemm's transB).
 TEST(PackedGemm, PanelsDescriptorIsTheLayoutTheKernelReads) {
-  for (const auto& [k, n] : {std::pair<int64_t, int64_t>{5, 16}, {33, 17}, {64, 40}}) {
+  for (const int64_t columns : {kPanelColumns, avx512_gemm::kGroupColumns})
+  for (const auto& [k, n] : {std::pair<int64_t, int64_t>{5, 16}, {33, 17}, {64, 40}, {7, 100}}) {
     const Tensor w = random_floats({k, n}, 6);
     Tensor transposed(DType::Float32, {n, k});
     for (int64_t d = 0; d < k; ++d)
       for (int64_t j = 0; j < n; ++j) transposed.data_as<float>()[j * k + d] = w.data_as<float>()[d * n + j];
-    const std::vector<float> want = packed_by_hand(w);
+    const std::vector<float> want = packed_by_hand(w, columns);
     using dnnl::memory;
     const memory::desc row_major({k, n}, memory::data_type::f32, memory::dims{n, 1});
     const memory::desc column_major({k, n}, memory::data_type::f32, memory::dims{1, k});
     using Stored = std::pair<memory::desc, const void*>;
     for (const auto& [from, data] : {Stored{row_major, w.data()}, Stored{column_major, transposed.data()}}) {
-      memory src(from, dnnl_engine(), const_cast<void*>(data)), dst(gemm_panels_desc(k, n), dnnl_engine());
+      memory src(from, dnnl_engine(), const_cast<void*>(data)), dst(gemm_panels_desc(k, n, columns), dnnl_engine());
       dnnl::reorder(src, dst).execute(dnnl_stream(), src, dst);
       dnnl_stream().wait();
       ASSERT_EQ(dst.get_desc().get_size(), want.size() * sizeof(float));
       const float* got = static_cast<const float*>(dst.get_data_handle());
       for (size_t i = 0; i < want.size(); ++i) {
-        const int64_t column = static_cast<int64_t>(i / (k * kPanelColumns) * kPanelColumns + i % kPanelColumns);
+        const int64_t column = static_cast<int64_t>(i) / (k * columns) * columns + static_cast<int64_t>(i) % columns;
         if (column < n) {  // not the padding
-          ASSERT_EQ(got[i], want[i]) << k << " x " << n << " at " << i;
+          ASSERT_EQ(got[i], want[i]) << k << " x " << n << " in panels of " << columns << " at " << i;
         }
       }
     }
@@ -163,9 +191,10 @@ std::string variant_of(const Node& node, const std::vector<const Tensor*>& input
   return kernel->variant() ? kernel->variant() : "";
 }
 
-TEST(PackedGemm, RunsMatMulAndGemmOnConstantWeightsOnAvx2) {
-  if (cpu_isa() != CpuIsa::Avx2) GTEST_SKIP() << "ember's own product runs on AVX2 CPUs without AVX-512 only";
-  const std::string own = "ember packed AVX2";
+TEST(PackedGemm, RunsMatMulAndGemmOnConstantWeights) {
+  if (cpu_isa() == CpuIsa::Scalar) GTEST_SKIP() << "ember's own product needs AVX2";
+  const bool wide = cpu_isa() == CpuIsa::Avx512;
+  const std::string own = wide ? "ember packed AVX-512" : "ember packed AVX2";
   const Tensor a = random_floats({2, 7, 256}, 7), b = random_floats({256, 17}, 8), row = random_floats({1, 256}, 9);
   EXPECT_EQ(variant_of(make_node("MatMul", 2), {&a, &b}), own);
   EXPECT_NE(variant_of(make_node("MatMul", 2), {&a, &b}, DenseMath::Float32, false), own) << "B unknown at plan time";
@@ -174,8 +203,13 @@ TEST(PackedGemm, RunsMatMulAndGemmOnConstantWeightsOnAvx2) {
   EXPECT_NE(variant_of(make_node("MatMul", 2), {&shallow_a, &shallow_b}), own) << "K below 256: oneDNN's";
   const Tensor shallow_row = random_floats({1, 255}, 9);
   EXPECT_EQ(variant_of(make_node("MatMul", 2), {&shallow_row, &shallow_b}), "matrix-vector") << "one row below 256";
-  const Tensor large_a = random_floats({1025, 512}, 17), narrow_b = random_floats({512, 16}, 18);
-  EXPECT_EQ(variant_of(make_node("MatMul", 2), {&large_a, &narrow_b}), own) << "A past 2 MiB: in chunks of rows";
+  const Tensor most_a = random_floats({2, 128, 512}, 17), more_a = random_floats({257, 512}, 17),
+               narrow_b = random_floats({512, 16}, 18);
+  EXPECT_EQ(variant_of(make_node("MatMul", 2), {&most_a, &narrow_b}), own) << "256 rows";
+  if (wide)
+    EXPECT_NE(variant_of(make_node("MatMul", 2), {&more_a, &narrow_b}), own) << "past 256 rows: oneDNN's on AVX-512";
+  else
+    EXPECT_EQ(variant_of(make_node("MatMul", 2), {&more_a, &narrow_b}), own) << "any rows on AVX2";
   setenv("EMBER_CPU_GEMM", "onednn", 1);
   EXPECT_NE(variant_of(make_node("MatMul", 2), {&a, &b}), own) << "EMBER_CPU_GEMM=onednn";
   unsetenv("EMBER_CPU_GEMM");
