@@ -8,7 +8,6 @@
 #include "ops/registry.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -246,12 +245,9 @@ struct PackedProduct {
 // the same in every plan, so a weight of 256 or more has the panels alone, whatever the
 // rows; on AVX-512 a session whose plans see both up to 256 rows and more packs such a
 // weight twice: the panels and oneDNN's form.
-// EMBER_CPU_GEMM=onednn, read as each plan is made, leaves every product to oneDNN: to
-// compare the two in one process (tools/ab.py) or to work around the own kernel.
+// EMBER_CPU_GEMM=onednn leaves every product to oneDNN (PackedGemm::enabled).
 bool packed_product_applies(const KernelInit& init, const PackedProduct& p) {
-  const char* gemm = std::getenv("EMBER_CPU_GEMM");
-  if (gemm && std::string_view(gemm) == "onednn") return false;
-  return cpu_isa() != CpuIsa::Scalar && init.dense_math == DenseMath::Float32 && init.values[1] != nullptr &&
+  return PackedGemm::enabled() && cpu_isa() != CpuIsa::Scalar && init.dense_math == DenseMath::Float32 && init.values[1] != nullptr &&
          p.m > 0 && p.k > 0 && p.n > 0 && PackedGemm::runs_faster(p.m, p.k);
 }
 

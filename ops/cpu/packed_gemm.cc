@@ -7,7 +7,9 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 namespace ember {
 
@@ -145,6 +147,11 @@ PackedGemm::PackedGemm(int64_t m, int64_t k, int64_t n, int64_t ldc, const ew::A
 // batch 8 0.89x.
 bool PackedGemm::runs_faster(int64_t m, int64_t k, CpuIsa isa) {
   return k >= 256 && (isa != CpuIsa::Avx512 || m <= kWideMaxRows);
+}
+
+bool PackedGemm::enabled() {
+  const char* gemm = std::getenv("EMBER_CPU_GEMM");
+  return !gemm || std::string_view(gemm) != "onednn";
 }
 
 int64_t PackedGemm::columns() const { return wide_ ? avx512_gemm::kGroupColumns : kPanelColumns; }

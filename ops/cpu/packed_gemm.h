@@ -101,6 +101,10 @@ class PackedGemm {
   // Whether a product of m rows of depth k runs faster here than on oneDNN's matmul: K of
   // 256 or more, and on AVX-512 at most kWideMaxRows rows.
   static bool runs_faster(int64_t m, int64_t k, CpuIsa isa = cpu_isa());
+  // False where EMBER_CPU_GEMM=onednn (read on every call, as each plan is made): every
+  // product on oneDNN, to compare the two in one process (tools/ab.py) or to work around
+  // the own kernel.
+  static bool enabled();
 
   // A's last M % 6 rows, copied into a whole register block (none for a single row).
   size_t workspace_bytes() const;
