@@ -241,10 +241,12 @@ void PackedGemm::multiply_panel(const Operands& x, int64_t p, bool prefetch_next
 // group of the thread's, so the chunk stays in L2. With fewer than 4 groups the rows are
 // split instead, every thread reading all of B, so both threads work.
 //
-// Against oneDNN 2.6's brgemm matmul (2 threads, Xeon with AVX-512, B from memory as a
-// model's weights are: 64 copies of it in turn; medians, oneDNN -> this, ms):
-//   128 x 768 x 3072  2.23 -> 1.95    128 x 768 x 768  0.56 -> 0.47
-//   128 x 3072 x 768  2.16 -> 2.00    1024 x 768 x 3072  see kWideChunkBytes
+// Against oneDNN 2.6's brgemm matmul alone (2 threads, Xeon with AVX-512, B from memory
+// as a model's weights are: 64 copies of it in turn; medians, oneDNN -> this, ms):
+// 128 x 768 x 3072 2.23 -> 1.95, 128 x 768 x 768 0.56 -> 0.47, 128 x 3072 x 768 2.16 ->
+// 2.00, in one sitting; the machine's slow spells moved such ratios by 0.1-0.2, so the
+// rule (runs_faster) rests on whole models in one process. Chunks of 128-336 rows ran
+// 1024 x 768 x 3072 within 5% of oneDNN, 32 rows 15% and 4 MB 30% behind.
 void PackedGemm::run_wide(const float* a, const float* groups, const float* bias, float* c) const {
   const avx512_gemm::Product product{m_, k_, n_, ldc_, lo_, hi_};
   const int64_t width = avx512_gemm::kGroupColumns, rows_per_block = avx512_gemm::kBlockRows;

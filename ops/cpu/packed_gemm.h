@@ -54,8 +54,8 @@ void multiply_block_8(const float* v, int64_t v_stride, const float* u, int64_t 
 dnnl::memory::desc gemm_panels_desc(int64_t k, int64_t n, int64_t columns = kPanelColumns);
 
 // C [M, N] (rows ldc apart) = act(A B + bias) for A [M, K] row-major and B packed as
-// gemm_panels_desc(K, N); the bias is [N] or absent. A is taken in chunks of rows of
-// kChunkBytes at most; each panel of B is read once per chunk, and every block of the
+// panels_desc(); the bias is [N] or absent. On AVX2 (the AVX-512 blocks: run_wide) A is
+// taken in chunks of rows of kChunkBytes at most; each panel of B is read once per chunk, and every block of the
 // chunk's rows multiplied by it over all of K, the panels split between the threads:
 // the chunk stays in the caches while the panels stream past. Against oneDNN 2.6's
 // matmul on the same product (2 threads, Zen 3, single-MatMul models, p50 of three
@@ -122,7 +122,8 @@ class PackedGemm {
   // and more than the one row the row kernel reads in place.
   bool copies_tail() const { return !wide_ && m_ > 1 && m_ % kBlockRows != 0; }
 
-  int64_t m_ = 0, k_ = 0, n_ = 0, ldc_ = 0, panels_ = 0;
+  int64_t m_ = 0, k_ = 0, n_ = 0, ldc_ = 0;
+  int64_t panels_ = 0;  // of columns() each: 16, or the AVX-512 blocks' groups of 48
   ew::Activation act_;
   float lo_ = -__builtin_inff(), hi_ = __builtin_inff();
   bool activation_after_ = false;  // a function the bounds cannot express
