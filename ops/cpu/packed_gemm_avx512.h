@@ -1,9 +1,10 @@
 // The AVX-512 register blocks of ember's float32 product (ops/cpu/packed_gemm.h): B
 // packed into groups of 48 columns, C computed 8 rows by 48 columns at a time (24 of
 // AVX-512's 32 registers), K taken in slices so a group's slice of B stays in L1 while
-// every row block of A passes over it. CMakeLists.txt compiles packed_gemm_avx512.cc
-// alone with AVX-512 flags; PackedGemm calls it only on a CPU that has them. Like the
-// other AVX-512 files it includes no header with inline code of its own.
+// every row block of A passes over it; a single row streams all of K at once.
+// CMakeLists.txt compiles packed_gemm_avx512.cc alone with AVX-512 flags; PackedGemm
+// calls it only on a CPU that has them. Like the other AVX-512 files it includes no
+// header with inline code of its own.
 #pragma once
 
 #include <cstdint>

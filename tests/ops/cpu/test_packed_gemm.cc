@@ -90,7 +90,8 @@ TEST(PackedGemm, MatchesAPlainProductOnOddShapes) {
   // AVX-512: blocks of 1 to 8 rows, groups of 48 columns whole, partial (49, 100) and
   // fewer than 16 (37), depths of one slice, a slice and a step, and three slices (the
   // sums carried through C between them), rows split between the threads (fewer than 4
-  // groups) and groups split (150, 200 columns).
+  // groups) and groups split (150, 200 columns); single rows of odd and even depth
+  // (their own kernel, two sums a vector).
   for (CpuIsa isa : gemm_isas())
     for (const Product& p : {Product{1, 1, 1, 1}, {5, 3, 7, 7}, {6, 16, 16, 16}, {7, 33, 17, 20}, {13, 300, 40, 40},
                              {16, 301, 64, 64}, {96, 257, 48, 50}, {100, 257, 48, 48}, {64, 129, 48, 48},
@@ -103,7 +104,7 @@ TEST(PackedGemm, AppliesEveryFusedActivation) {
   for (CpuIsa isa : gemm_isas())
     for (const ActivationCase& a : all_activations()) {
       check_product({13, 70, 40, 40}, true, a, isa);
-      check_product({1, 70, 40, 40}, true, a, isa);  // a single row: its own kernel on AVX2, the same stores
+      check_product({1, 70, 40, 40}, true, a, isa);  // a single row: its own kernel, the same stores
       check_product({11, 300, 200, 200}, true, a, isa);  // AVX-512: bounds on the last slice, groups split
     }
 }
