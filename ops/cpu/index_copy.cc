@@ -145,12 +145,14 @@ void IndexCopy::run(const void* in_ptr, void* out_ptr, const void* fill_ptr) con
   auto* out = static_cast<uint8_t*>(out_ptr);
   const size_t row_bytes = inner_ * elem_;
   const size_t depth = outer_.size();
-  // Counted in bytes, so that a copy of 32 KB or more is split between the threads: the
-  // convolution reading it next splits its rows between them too, and a copy made on
-  // one core alone had the other read its half from that core's cache. ShuffleNetV2's
-  // channel Slices (90 KB, channels-last) went that way, and the 1x1 convolutions after
-  // them took 0.065 ms instead of 0.025 (2-core Xeon).
-  parallel_for(rows_, static_cast<int64_t>(row_bytes), [&](int64_t begin, int64_t end) {
+  // Counted in bytes (RowCost::Bytes; Expand counts elements, ops/cpu/expand_tile.cc),
+  // so that a copy of 32 KB or more is split between the threads: the convolution
+  // reading it next splits its rows between them too, and a copy made on one core alone
+  // had the other read its half from that core's cache. ShuffleNetV2's channel Slices
+  // (90 KB, channels-last) went that way, and the 1x1 convolutions after them took 0.065
+  // ms instead of 0.025 (2-core Xeon).
+  const int64_t row_cost = row_cost_ == RowCost::Bytes ? static_cast<int64_t>(row_bytes) : inner_;
+  parallel_for(rows_, row_cost, [&](int64_t begin, int64_t end) {
     std::array<int64_t, kMaxRank> idx{};
     for (int64_t r = begin, d = static_cast<int64_t>(depth); d-- > 0;) {
       const int64_t n = static_cast<int64_t>(outer_[d].size());

@@ -16,6 +16,10 @@ class IndexCopy {
  public:
   static constexpr size_t kMaxRank = 24;
 
+  // What a row costs when run() decides whether to split the rows between threads: its
+  // bytes (a copy of 32 KB or more is split; see run), or its elements (32k or more).
+  enum class RowCost { Bytes, Elements };
+
   // tables[d] has one entry per output index along d: an element offset into the input,
   // or -1 for "fill". `fill` is one element's bytes (zeros when empty).
   IndexCopy(std::vector<std::vector<int64_t>> tables, size_t elem_size,
@@ -23,6 +27,11 @@ class IndexCopy {
 
   // `fill` (one element's bytes), when given, replaces the fill value of the constructor.
   void run(const void* in, void* out, const void* fill = nullptr) const;
+
+  IndexCopy& with_row_cost(RowCost cost) {
+    row_cost_ = cost;
+    return *this;
+  }
 
   // A copy with nothing to do, for an empty output: its tables would be as long as its
   // other dims, which may be huge ([2^40, 0]; fuzzing: ASan out of memory).
@@ -44,6 +53,7 @@ class IndexCopy {
   std::vector<Run> runs_;
   int64_t base_ = 0, inner_ = 1, rows_ = 1;
   bool all_fill_ = false;
+  RowCost row_cost_ = RowCost::Bytes;
   size_t elem_;
   std::vector<uint8_t> fill_;
 };
