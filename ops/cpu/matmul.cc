@@ -247,8 +247,8 @@ struct PackedProduct {
 // weight twice: the panels and oneDNN's form.
 // EMBER_CPU_GEMM=onednn leaves every product to oneDNN (PackedGemm::enabled).
 bool packed_product_applies(const KernelInit& init, const PackedProduct& p) {
-  return PackedGemm::enabled() && cpu_isa() != CpuIsa::Scalar && init.dense_math == DenseMath::Float32 && init.values[1] != nullptr &&
-         p.m > 0 && p.k > 0 && p.n > 0 && PackedGemm::runs_faster(p.m, p.k);
+  return PackedGemm::enabled() && cpu_isa() != CpuIsa::Scalar && init.dense_math == DenseMath::Float32 &&
+         init.values[1] != nullptr && p.m > 0 && p.k > 0 && p.n > 0 && PackedGemm::runs_faster(p.m, p.k);
 }
 
 // Y = act(A B + bias) on ember's own product, B packed into panels once per session

@@ -154,7 +154,9 @@ bool PackedGemm::enabled() {
   return !gemm || std::string_view(gemm) != "onednn";
 }
 
-int64_t PackedGemm::columns() const { return wide_ ? avx512_gemm::kGroupColumns : kPanelColumns; }
+int64_t PackedGemm::panel_columns(CpuIsa isa) {
+  return isa == CpuIsa::Avx512 ? avx512_gemm::kGroupColumns : kPanelColumns;
+}
 
 dnnl::memory::desc PackedGemm::panels_desc() const { return gemm_panels_desc(k_, n_, columns()); }
 

@@ -76,6 +76,8 @@ class PackedGemm {
 
   // The panels this product reads: gemm_panels_desc at its width.
   dnnl::memory::desc panels_desc() const;
+  // Columns per panel with `isa`'s blocks: 16 on AVX2, the AVX-512 blocks' groups of 48.
+  static int64_t panel_columns(CpuIsa isa);
   const char* name() const { return wide_ ? "ember packed AVX-512" : "ember packed AVX2"; }
 
   // Rows of A per pass over the panels: 2 MB of them (B is read once per chunk). Inside
@@ -117,13 +119,13 @@ class PackedGemm {
   };
   void multiply_panel(const Operands& x, int64_t p, bool prefetch_next, int64_t first, int64_t last) const;
   void run_wide(const float* a, const float* groups, const float* bias, float* c) const;
-  int64_t columns() const;
+  int64_t columns() const { return panel_columns(wide_ ? CpuIsa::Avx512 : CpuIsa::Avx2); }
   // Whether A's last rows go to a whole block in the workspace: M not a multiple of 6,
   // and more than the one row the row kernel reads in place.
   bool copies_tail() const { return !wide_ && m_ > 1 && m_ % kBlockRows != 0; }
 
   int64_t m_ = 0, k_ = 0, n_ = 0, ldc_ = 0;
-  int64_t panels_ = 0;  // of columns() each: 16, or the AVX-512 blocks' groups of 48
+  int64_t panels_ = 0;  // of columns() each
   ew::Activation act_;
   float lo_ = -__builtin_inff(), hi_ = __builtin_inff();
   bool activation_after_ = false;  // a function the bounds cannot express

@@ -4,8 +4,7 @@
 #include "core/src/host_memory.h"
 #include "engine/src/plan_cache.h"
 #include "loader/helpers.h"  // new_model, add_input, add_node, float_tensor
-#include "ops/cpu/packed_gemm.h"          // kPanelColumns, cpu_isa
-#include "ops/cpu/packed_gemm_avx512.h"  // kGroupColumns
+#include "ops/cpu/packed_gemm.h"  // PackedGemm::panel_columns, cpu_isa
 #include "ops/packed_weights.h"
 
 #include <ember/ember.h>
@@ -189,8 +188,8 @@ TEST(BoundedMemory, WeightsAreHeldOncePackedNotOncePerShape) {
   Session as_read(model, {.num_threads = 1, .optimization = GraphOptimization::None});  // keeps the originals
   run(session, random_input(1, 8, 1));
   // ember's own product (ops/cpu/packed_gemm.h) takes both weights: its panels pad N
-  // to whole panels, of 48 columns on AVX-512 and 16 on AVX2.
-  const int64_t columns = cpu_isa() == CpuIsa::Avx512 ? avx512_gemm::kGroupColumns : kPanelColumns;
+  // to whole panels.
+  const int64_t columns = PackedGemm::panel_columns(cpu_isa());
   const auto padded = [&](int64_t n) { return (n + columns - 1) / columns * columns; };
   const size_t panels_bytes = (kWidth * padded(kHidden) + kHidden * padded(kWidth)) * sizeof(float);
   ASSERT_GE(panels_bytes, 2 * kWidth * kHidden * sizeof(float));
@@ -214,8 +213,8 @@ TEST(BoundedMemory, WeightsAreHeldOncePackedNotOncePerShape) {
   EXPECT_EQ(bytes_for(session.memory_report(), "packed weights"), panels_bytes) << "a shape made a form of its own";
   EXPECT_EQ(session.memory_report().plans, 7u);
   // More rows: on AVX2 the panels still, the larger A (300 rows of the second MatMul:
-  // 2.4 MB) in chunks; on AVX-512 oneDNN's matmul, with one form of its own for every
-  // such shape.
+  // 2.4 MB) in chunks; on AVX-512 oneDNN's matmul, with one form of its own shared by
+  // every such shape.
   check_shapes({150, 300});
   const size_t with_more_rows = bytes_for(session.memory_report(), "packed weights");
   if (cpu_isa() == CpuIsa::Avx512)

@@ -8,7 +8,6 @@
 #include "graph/elementwise_table.h"
 #include "ops/cpu/dnnl_util.h"
 #include "ops/cpu/packed_gemm.h"
-#include "ops/cpu/packed_gemm_avx512.h"
 #include "ops/cpu/vector_math.h"
 #include "test_conv_util.h"
 
@@ -26,8 +25,6 @@ std::vector<CpuIsa> gemm_isas() {
     if (cpu_supports(isa)) isas.push_back(isa);
   return isas;
 }
-
-int64_t columns_of(CpuIsa isa) { return isa == CpuIsa::Avx512 ? avx512_gemm::kGroupColumns : kPanelColumns; }
 
 // B [k, n] row-major packed as gemm_panels_desc documents it, by hand, in panels of w.
 std::vector<float> packed_by_hand(const Tensor& b, int64_t w) {
@@ -60,7 +57,7 @@ void check_product(const Product& p, bool with_bias, const ActivationCase& a, Cp
                std::to_string(p.n) + ", ldc " + std::to_string(p.ldc) + (with_bias ? ", bias" : "") +
                ", activation '" + a.kind + "'");
   const Tensor x = random_floats({p.m, p.k}, 1), w = random_floats({p.k, p.n}, 2), bias = random_floats({p.n}, 3);
-  const std::vector<float> panels = packed_by_hand(w, columns_of(isa));
+  const std::vector<float> panels = packed_by_hand(w, PackedGemm::panel_columns(isa));
   const PackedGemm gemm(p.m, p.k, p.n, p.ldc, activation_of(a), isa);
   std::vector<float> workspace(gemm.workspace_bytes() / sizeof(float) + 1);
   const float sentinel = -12345.f;  // C's columns past N must keep it
@@ -135,7 +132,7 @@ TEST(PackedGemm, NaNStaysNaNThroughTheBounds) {
   for (CpuIsa isa : gemm_isas())
   for (const ActivationCase& a : {ActivationCase{"Relu", {}}, ActivationCase{"Clip", {-0.5f, 0.7f}}}) {
     SCOPED_TRACE(isa_name(isa));
-    const std::vector<float> panels = packed_by_hand(w, columns_of(isa));
+    const std::vector<float> panels = packed_by_hand(w, PackedGemm::panel_columns(isa));
     const PackedGemm gemm(7, 9, 20, 20, activation_of(a), isa);
     std::vector<float> workspace(gemm.workspace_bytes() / sizeof(float) + 1), c(7 * 20);
     gemm.run(x.data_as<float>(), panels.data(), nullptr, c.data(), workspace.data());
@@ -151,8 +148,9 @@ TEST(PackedGemm, NaNStaysNaNThroughTheBounds) {
 // and a given-back weight's other forms are reordered out of it: the descriptor must be
 // the layout the kernel reads, from B as stored or transposed (Gemm's transB).
 TEST(PackedGemm, PanelsDescriptorIsTheLayoutTheKernelReads) {
-  for (const int64_t columns : {kPanelColumns, avx512_gemm::kGroupColumns})
+  for (const CpuIsa isa : {CpuIsa::Avx2, CpuIsa::Avx512})
   for (const auto& [k, n] : {std::pair<int64_t, int64_t>{5, 16}, {33, 17}, {64, 40}, {7, 100}}) {
+    const int64_t columns = PackedGemm::panel_columns(isa);
     const Tensor w = random_floats({k, n}, 6);
     Tensor transposed(DType::Float32, {n, k});
     for (int64_t d = 0; d < k; ++d)
