@@ -11,7 +11,10 @@
 // memory every plan shares (PackedWeights); a W known only at run time into the
 // workspace each run. A 16-bit X whose channels are not a multiple of 8 (an image
 // stem's C = 3) is copied with zero channels up to the next multiple, and a packed W
-// gets the same zero channels, since cuDNN reaches the tensor cores only then.
+// gets the same zero channels, since cuDNN reaches the tensor cores only then; where
+// the convolution is strided and s * s * C <= 32, the copy is a space-to-depth one
+// instead, and cuDNN runs a stride-1 convolution over 32 channels (conv_plan.h says
+// why; EMBER_CUDA_SPACE_TO_DEPTH=0 turns it off, to compare).
 //
 // The algorithm is timed at plan time (conv_algorithm.h).
 //
@@ -31,6 +34,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -76,26 +80,40 @@ class ConvKernel final : public Kernel {
     if (y_numel_ == 0) return true;
 
     // The symmetric part of the pads to cuDNN, the rest (and any zero channels) into a
-    // padded copy of X.
+    // padded copy of X; or X's space-to-depth copy, with no pads or strides left.
     const bool packable = channels_last_ && packable_filter(init);
-    padded_channels_ = packable && half_ && group == 1 && x[1] % 8 != 0;
+    const bool few_channels = packable && half_ && group == 1 && x[1] % 8 != 0;
+    space_to_depth_ = few_channels && space_to_depth_allowed() && cuda::space_to_depth_applies(x, w, g, group);
+    padded_channels_ = few_channels && !space_to_depth_;
     channels_ = padded_channels_ ? (x[1] + 7) / 8 * 8 : x[1];
-    const cuda::ConvPadding padding =
-        channels_last_ ? cuda::conv_padding_nhwc(x, g, channels_) : cuda::conv_padding(x, g);
-    pad_ = padding.copy;
-    pad_args_ = padding.copy_args;
-    Shape xpad = padding.padded_x;
-    Shape wd = w, yd = y;
-    if (padded_channels_) wd[1] = channels_;
-    if (!cuda::set_conv_desc(conv_desc_, half_, group, padding.symmetric, g.strides, g.dilations, &xpad, &wd, &yd,
-                             why_not))
+    Shape xpad, wd = w, yd = y, strides = g.strides, dilations = g.dilations;
+    std::vector<int64_t> pads;
+    if (space_to_depth_) {
+      const cuda::SpaceToDepthConv rewritten = cuda::space_to_depth_conv(x, w, g);
+      xpad = rewritten.x;
+      wd = rewritten.w;
+      pads.assign(2, 0);
+      strides = dilations = {1, 1};
+      space_to_depth_args_ = rewritten.copy;
+      stride_ = g.strides[0];
+      pad_ = true;
+    } else {
+      const cuda::ConvPadding padding =
+          channels_last_ ? cuda::conv_padding_nhwc(x, g, channels_) : cuda::conv_padding(x, g);
+      pad_ = padding.copy;
+      pad_args_ = padding.copy_args;
+      xpad = padding.padded_x;
+      pads = padding.symmetric;
+      if (padded_channels_) wd[1] = channels_;
+    }
+    if (!cuda::set_conv_desc(conv_desc_, half_, group, pads, strides, dilations, &xpad, &wd, &yd, why_not))
       return false;
     if (channels_last_) {
       cuda::set_nhwc(x_desc_, t, xpad);
       cuda::set_nhwc_filter(w_desc_, t, wd);
       cuda::set_nhwc(y_desc_, t, yd);
       plan_filter_transpose(wd);
-      if (packable && (transpose_filter_ || padded_channels_)) pack_filter(init);
+      if (packable && (transpose_filter_ || padded_channels_ || space_to_depth_)) pack_filter(init);
     } else {
       cuda::set_packed(x_desc_, t, xpad);
       cuda::set_filter(w_desc_, t, wd);
@@ -137,8 +155,8 @@ class ConvKernel final : public Kernel {
     // Everything the descriptors hold, for the process-wide cache of timed choices.
     std::string key = std::string(dtype_name(t)) + (channels_last_ ? " nhwc" : " nchw") + " x" +
                       shape_to_string(xpad) + " w" + shape_to_string(wd) + " y" + shape_to_string(yd) + " pads" +
-                      shape_to_string(Shape(padding.symmetric.begin(), padding.symmetric.end())) + " strides" +
-                      shape_to_string(g.strides) + " dilations" + shape_to_string(g.dilations) + " group " +
+                      shape_to_string(Shape(pads.begin(), pads.end())) + " strides" + shape_to_string(strides) +
+                      " dilations" + shape_to_string(dilations) + " group " +
                       std::to_string(group) + " cuda:" + std::to_string(ctx.device);
     cuda::ForwardAlgorithm chosen;
     if (!cuda::choose_forward_algorithm(ctx, x_desc_, w_desc_, conv_desc_, y_desc_, half_, key, &chosen)) {
@@ -159,7 +177,14 @@ class ConvKernel final : public Kernel {
     if (y_numel_ == 0) return;
     const cuda::StreamContext& ctx = cuda::stream_context(args);
     const void* x = args.inputs[0]->data();
-    if (pad_) {
+    if (space_to_depth_) {
+      cuda::SpaceToDepthArgs p = space_to_depth_args_;
+      p.x = x;
+      p.y = static_cast<char*>(args.workspace) + pad_at_;
+      cuda::launch_space_to_depth(static_cast<int>(esize_), p, ctx.stream);
+      cuda::check_launch("Conv input space-to-depth");
+      x = p.y;
+    } else if (pad_) {
       cuda::ShiftCopyArgs p = pad_args_;
       p.x = x;
       p.y = static_cast<char*>(args.workspace) + pad_at_;
@@ -220,19 +245,39 @@ class ConvKernel final : public Kernel {
     return init.is_weight(1) && w && w->data() && w->dtype() == init.inputs[0].dtype;
   }
 
-  // W as KRSC (with zero channels up to channels_ where padded_channels_), made once
-  // and held on the device (PackedWeights, so every plan of the session shares it);
-  // then no run transposes it.
+  // W as KRSC (with zero channels up to channels_ where padded_channels_, or as the
+  // space-to-depth filter), made once and held on the device (PackedWeights, so every
+  // plan of the session shares it); then no run transposes it.
   void pack_filter(KernelInit& init) {
     const Tensor& w = *init.values[1];
     const int device = cuda::stream_context(init).device;
+    const std::string on = "cuda:" + std::to_string(device);
+    if (space_to_depth_) {
+      const std::string form = on + " KRSC space-to-depth " + std::to_string(stride_);
+      const Shape& sh = w.shape();
+      const int64_t taps = (sh[2] + stride_ - 1) / stride_ * ((sh[3] + stride_ - 1) / stride_);
+      const size_t bytes = static_cast<size_t>(sh[0] * taps * cuda::kSpaceToDepthChannels) * esize_;
+      packed_filter_ = init.packed_weights->get(
+          w, form, bytes, [&] { return upload(cuda::filter_to_space_to_depth_krsc(w, stride_), device); }, init.device);
+      transpose_filter_ = false;
+      return;
+    }
     const int64_t c = w.shape()[1], channels = padded_channels_ ? channels_ : c;  // per group
-    std::string form = "cuda:" + std::to_string(device) + " KRSC";
+    std::string form = on + " KRSC";
     if (channels != c) form += " with " + std::to_string(channels) + " channels";
     const size_t bytes = w.nbytes() / static_cast<size_t>(c) * static_cast<size_t>(channels);
     packed_filter_ = init.packed_weights->get(
         w, form, bytes, [&] { return upload(cuda::filter_to_krsc(w, channels), device); }, init.device);
     transpose_filter_ = false;
+  }
+
+  // EMBER_CUDA_SPACE_TO_DEPTH=0 keeps image stems on the zero-channel copy, to compare.
+  static bool space_to_depth_allowed() {
+    static const bool allowed = [] {
+      const char* v = std::getenv("EMBER_CUDA_SPACE_TO_DEPTH");
+      return !(v && std::string(v) == "0");
+    }();
+    return allowed;
   }
 
   // W [K, C, R, S] -> [K, R, S, C]: per k, the [C, RS] matrix transposed.
@@ -269,7 +314,10 @@ class ConvKernel final : public Kernel {
   int64_t y_numel_ = 0;
   int64_t channels_ = 0;  // of X as cuDNN reads it: C, or C with zero channels added
   bool padded_channels_ = false;  // X and W get zero channels up to channels_ (group 1)
+  bool space_to_depth_ = false;   // X and W rewritten by space-to-depth (conv_plan.h)
+  int64_t stride_ = 1;            // of the space-to-depth blocks
   cuda::ShiftCopyArgs pad_args_;
+  cuda::SpaceToDepthArgs space_to_depth_args_;
   cuda::EpilogueArgs epilogue_;
 };
 

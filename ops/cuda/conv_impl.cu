@@ -45,7 +45,47 @@ __global__ void shift_copy_rows_kernel(ShiftCopyArgs a) {
   }
 }
 
+// One thread per output pixel: its s * s * c values gathered from x, then written as
+// 16-byte stores. The channel index is a compile-time constant in every unrolled step,
+// so the pixel stays in registers.
+template <class Bits>
+__global__ void space_to_depth_kernel(SpaceToDepthArgs a) {
+  constexpr int kChunk = 16 / sizeof(Bits), kChunks = kSpaceToDepthChannels / kChunk;
+  const Bits* x = static_cast<const Bits*>(a.x);
+  uint4* y = static_cast<uint4*>(a.y);
+  const int64_t used = a.stride * a.stride * a.c, block_row = a.stride * a.c;
+  EMBER_CUDA_LOOP(pixel, a.n * a.out_h * a.out_w) {
+    const int64_t v = pixel % a.out_w, u = (pixel / a.out_w) % a.out_h, n = pixel / (a.out_w * a.out_h);
+    const int64_t top = a.stride * u - a.pad_top, left = a.stride * v - a.pad_left;
+#pragma unroll
+    for (int chunk = 0; chunk < kChunks; ++chunk) {
+      union {
+        uint4 bits;
+        Bits values[kChunk];
+      } out;
+      out.bits = make_uint4(0, 0, 0, 0);
+#pragma unroll
+      for (int k = 0; k < kChunk; ++k) {
+        const int64_t q = chunk * kChunk + k;
+        if (q >= used) break;
+        const int64_t i = q / block_row, j = (q / a.c) % a.stride, ch = q % a.c;
+        const int64_t row = top + i, col = left + j;
+        if (row >= 0 && row < a.h && col >= 0 && col < a.w) out.values[k] = x[((n * a.h + row) * a.w + col) * a.c + ch];
+      }
+      y[pixel * kChunks + chunk] = out.bits;
+    }
+  }
+}
+
 }  // namespace
+
+void launch_space_to_depth(int element_bytes, const SpaceToDepthArgs& args, cudaStream_t stream) {
+  const int64_t pixels = args.n * args.out_h * args.out_w;
+  if (pixels <= 0) return;
+  const unsigned threads = 256, blocks = dense_blocks(pixels, threads);
+  if (element_bytes == 2) space_to_depth_kernel<uint16_t><<<blocks, threads, 0, stream>>>(args);
+  else space_to_depth_kernel<uint32_t><<<blocks, threads, 0, stream>>>(args);
+}
 
 void launch_shift_copy(int element_bytes, const ShiftCopyArgs& args, cudaStream_t stream) {
   const int64_t n = args.planes * args.out[0] * args.out[1] * args.out[2];

@@ -1,6 +1,7 @@
 // Device side of the CUDA convolutions: a zero-filling shifted copy, used to pad the
 // input where ONNX's pads are asymmetric (cuDNN pads symmetrically) and to crop
-// ConvTranspose's full output. A plain C++ header (conv_impl.cu defines it).
+// ConvTranspose's full output; and the space-to-depth copy of an image stem's X. A
+// plain C++ header (conv_impl.cu defines it).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -22,5 +23,23 @@ struct ShiftCopyArgs {
 };
 
 void launch_shift_copy(int element_bytes, const ShiftCopyArgs& args, cudaStream_t stream);
+
+// The channels of a space-to-depth copy: every s x s block of C channels (s * s * C of
+// them, at most this) and zeros after, 64 bytes a pixel in 16 bits.
+constexpr int kSpaceToDepthChannels = 32;
+
+// NHWC x [n, h, w, c] -> NHWC y [n, out_h, out_w, kSpaceToDepthChannels] with
+// y[n, u, v, (i * stride + j) * c + ch] = x[n, stride * u + i - pad_top,
+// stride * v + j - pad_left, ch] (0 outside x), for i, j < stride; channels past
+// stride * stride * c are 0. Raw copies of `element_bytes` (2 or 4) bytes.
+struct SpaceToDepthArgs {
+  const void* x = nullptr;
+  void* y = nullptr;
+  int64_t n = 0, h = 0, w = 0, c = 0;
+  int64_t out_h = 0, out_w = 0;
+  int64_t stride = 1, pad_top = 0, pad_left = 0;
+};
+
+void launch_space_to_depth(int element_bytes, const SpaceToDepthArgs& args, cudaStream_t stream);
 
 }  // namespace ember::cuda

@@ -63,6 +63,55 @@ ConvPadding conv_padding_nhwc(const Shape& x, const WindowGeometry& g, int64_t c
   return p;
 }
 
+bool space_to_depth_applies(const Shape& x, const Shape& w, const WindowGeometry& g, int64_t group) {
+  if (x.size() != 4 || group != 1) return false;
+  const int64_t s = g.strides[0];
+  return s >= 2 && g.strides[1] == s && g.dilations[0] == 1 && g.dilations[1] == 1 && (w[2] > s || w[3] > s) &&
+         s * s * x[1] <= kSpaceToDepthChannels;
+}
+
+SpaceToDepthConv space_to_depth_conv(const Shape& x, const Shape& w, const WindowGeometry& g) {
+  const int64_t s = g.strides[0];
+  const int64_t taps_h = (w[2] + s - 1) / s, taps_w = (w[3] + s - 1) / s;
+  SpaceToDepthConv c;
+  // Output (oh, ow) reads blocks oh .. oh + taps_h - 1: a stride-1 convolution without pads.
+  c.x = {x[0], kSpaceToDepthChannels, g.out[0] + taps_h - 1, g.out[1] + taps_w - 1};
+  c.w = {w[0], kSpaceToDepthChannels, taps_h, taps_w};
+  SpaceToDepthArgs& a = c.copy;
+  a.n = x[0];
+  a.c = x[1];
+  a.h = x[2];
+  a.w = x[3];
+  a.out_h = c.x[2];
+  a.out_w = c.x[3];
+  a.stride = s;
+  a.pad_top = g.pads_begin[0];
+  a.pad_left = g.pads_begin[1];
+  return c;
+}
+
+Tensor filter_to_space_to_depth_krsc(const Tensor& w, int64_t stride) {
+  const Shape& sh = w.shape();
+  const int64_t k = sh[0], c = sh[1], r = sh[2], s = sh[3];
+  const int64_t taps_h = (r + stride - 1) / stride, taps_w = (s + stride - 1) / stride;
+  const int64_t channels = kSpaceToDepthChannels;
+  const size_t esize = static_cast<size_t>(dtype_bits(w.dtype()) / 8);
+  Tensor out(w.dtype(), {k, taps_h, taps_w, channels});  // zero-filled
+  const char* in = static_cast<const char*>(w.data());
+  char* o = static_cast<char*>(out.data());
+  // Tap (ri, si) of channel ci lands in block tap (ri / stride, si / stride), at channel
+  // ((ri % stride) * stride + si % stride) * C + ci, as the copy lays X' out.
+  for (int64_t ki = 0; ki < k; ++ki)
+    for (int64_t ci = 0; ci < c; ++ci)
+      for (int64_t ri = 0; ri < r; ++ri)
+        for (int64_t si = 0; si < s; ++si) {
+          const int64_t tap = (ki * taps_h + ri / stride) * taps_w + si / stride;
+          const int64_t channel = ((ri % stride) * stride + si % stride) * c + ci;
+          std::memcpy(o + (tap * channels + channel) * esize, in + (((ki * c + ci) * r + ri) * s + si) * esize, esize);
+        }
+  return out;
+}
+
 DeconvGeometry deconv_geometry(const Shape& x, const Shape& y, const TransposedWindow& t) {
   const WindowGeometry& g = t.window;
   const size_t sd = x.size() - 2, lead = 3 - sd;

@@ -171,8 +171,9 @@ void check_deconv(const DeconvCase& c, DType t, bool bias) {
                           bias ? std::vector<int>{1, 2} : std::vector<int>{1});
 }
 
-// Float16 with C not a multiple of 8 (the stems, C = 12) runs on a copy of X with zero
-// channels added and a packed filter to match.
+// Float16 with C not a multiple of 8 (C = 12, a stem's 3) runs on a copy of X with zero
+// channels added and a packed filter to match; a strided stem with s * s * C <= 32 on
+// its space-to-depth copy and regrouped filter instead (conv_plan.h).
 TEST(CudaNhwcConv, ResNetAndMobileNetGeometries) {
   EMBER_REQUIRE_GPU();
   const ConvCase cases[] = {
@@ -187,6 +188,9 @@ TEST(CudaNhwcConv, ResNetAndMobileNetGeometries) {
       conv_case({1, 4, 7, 9}, {5, 4, 3, 3}, {}, {}, {0, 1, 2, 1}),          // asymmetric pads: a padded copy
       conv_case({2, 3, 33, 31}, {16, 3, 7, 7}, {2, 2}, {}, {}, 1, "SAME_UPPER"),  // a stem with SAME pads
       conv_case({2, 12, 9, 11}, {8, 12, 3, 3}, {}, {}, {1, 1, 1, 1}),       // C = 12: float16 pads to 16
+      conv_case({2, 3, 17, 16}, {8, 3, 3, 3}, {2, 2}, {}, {}, 1, "SAME_UPPER"),  // MobileNet's stem
+      conv_case({1, 7, 9, 8}, {6, 7, 3, 3}, {2, 2}, {}, {1, 1, 1, 1}),      // 28 space-to-depth channels
+      conv_case({1, 2, 13, 14}, {5, 2, 5, 6}, {3, 3}, {}, {1, 2, 2, 0}),    // stride 3, asymmetric
   };
   for (DType t : kFloatTypes)
     for (const ConvCase& c : cases) {

@@ -190,6 +190,124 @@ TEST(CudaConvPlan, NhwcCopyAddsPadsAndZeroChannels) {
   check_nhwc_conv({1, 12, 6, 5}, {3, 12, 2, 2}, at({1, 1}, {1, 0, 0, 1}), 16);
 }
 
+// What launch_space_to_depth does, on the host (float32): X' [N, H', W', 32] from an
+// NHWC X, as conv_impl.h states it.
+Tensor space_to_depth_copy(const Tensor& x, const cuda::SpaceToDepthArgs& a) {
+  const int64_t channels = cuda::kSpaceToDepthChannels, s = a.stride;
+  Tensor y(DType::Float32, {a.n, a.out_h, a.out_w, channels});  // zero-filled
+  EXPECT_EQ(x.numel(), a.n * a.h * a.w * a.c);
+  for (int64_t n = 0; n < a.n; ++n)
+    for (int64_t u = 0; u < a.out_h; ++u)
+      for (int64_t v = 0; v < a.out_w; ++v)
+        for (int64_t i = 0; i < s; ++i)
+          for (int64_t j = 0; j < s; ++j)
+            for (int64_t c = 0; c < a.c; ++c) {
+              const int64_t row = s * u + i - a.pad_top, col = s * v + j - a.pad_left;
+              if (row < 0 || row >= a.h || col < 0 || col >= a.w) continue;
+              y.data_as<float>()[((n * a.out_h + u) * a.out_w + v) * channels + (i * s + j) * a.c + c] =
+                  x.data_as<float>()[((n * a.h + row) * a.w + col) * a.c + c];
+            }
+  return y;
+}
+
+// A stem convolution rewritten by space-to-depth: the copy of X, then a stride-1
+// convolution without pads over it and the regrouped filter, equals the CPU's NhwcConv
+// with ONNX's attributes.
+void check_space_to_depth(const Shape& xs, const Shape& ws, const Attributes& at) {
+  SCOPED_TRACE("space-to-depth NhwcConv X " + shape_to_string(xs) + " W " + shape_to_string(ws));
+  const Tensor x = seeded_tensor(DType::Float32, {xs[0], xs[2], xs[3], xs[1]}, 8);
+  const Tensor w = seeded_tensor(DType::Float32, ws, 9);
+  Node node = make_node("NhwcConv", 2, 1, at, "com.ember");
+  const Tensor want = evaluate_node(node, 1, {&x, &w})[0];
+
+  const WindowGeometry g = forward_window(node, Shape(xs.begin() + 2, xs.end()), conv_kernel_shape(node, ws), false);
+  ASSERT_TRUE(cuda::space_to_depth_applies(xs, ws, g, 1));
+  const cuda::SpaceToDepthConv r = cuda::space_to_depth_conv(xs, ws, g);
+  const Tensor xp = space_to_depth_copy(x, r.copy);
+  ASSERT_EQ(xp.shape(), (Shape{r.x[0], r.x[2], r.x[3], r.x[1]}));
+  const Tensor krsc = cuda::filter_to_space_to_depth_krsc(w, g.strides[0]);
+  ASSERT_EQ(krsc.shape(), (Shape{r.w[0], r.w[2], r.w[3], r.w[1]}));
+  Attributes to_kcrs;
+  to_kcrs.set_ints("perm", {0, 3, 1, 2});
+  const Tensor wp = evaluate_node(make_node("Transpose", 1, 1, to_kcrs), 21, {&krsc})[0];
+  const Tensor got = evaluate_node(make_node("NhwcConv", 2, 1, {}, "com.ember"), 1, {&xp, &wp})[0];
+  expect_close(got, want, 1e-5, 1e-6, "space-to-depth copy + stride-1 convolution");
+}
+
+TEST(CudaConvPlan, SpaceToDepthStemIsTheSameConvolution) {
+  auto at = [](Shape strides, Shape pads, std::string auto_pad = "") {
+    Attributes a;
+    a.set_ints("strides", strides);
+    if (!pads.empty()) a.set_ints("pads", pads);
+    if (!auto_pad.empty()) a.set_string("auto_pad", auto_pad);
+    return a;
+  };
+  check_space_to_depth({2, 3, 19, 17}, {8, 3, 7, 7}, at({2, 2}, {3, 3, 3, 3}));    // ResNet's stem, odd sizes
+  check_space_to_depth({1, 3, 11, 13}, {4, 3, 3, 3}, at({2, 2}, {}, "SAME_UPPER"));  // MobileNet's, asymmetric
+  check_space_to_depth({1, 2, 13, 14}, {5, 2, 5, 6}, at({3, 3}, {1, 2, 2, 0}));     // stride 3, R != S
+  check_space_to_depth({1, 7, 9, 8}, {3, 7, 3, 3}, at({2, 2}, {1, 1, 1, 1}));      // 28 of the 32 channels
+  check_space_to_depth({2, 1, 10, 10}, {6, 1, 5, 4}, at({4, 4}, {0, 0, 0, 0}));    // a filter narrower than s
+  // Where it does not apply: a filter no wider than the stride, too many channels,
+  // different strides, dilations.
+  const auto applies = [&](const Shape& xs, const Shape& ws, const Attributes& a) {
+    Node node = make_node("NhwcConv", 2, 1, a, "com.ember");
+    const WindowGeometry g = forward_window(node, Shape(xs.begin() + 2, xs.end()), conv_kernel_shape(node, ws), false);
+    return cuda::space_to_depth_applies(xs, ws, g, 1);
+  };
+  EXPECT_FALSE(applies({1, 3, 16, 16}, {8, 3, 2, 2}, at({2, 2}, {})));
+  EXPECT_FALSE(applies({1, 9, 16, 16}, {8, 9, 3, 3}, at({2, 2}, {})));
+  EXPECT_FALSE(applies({1, 3, 16, 16}, {8, 3, 3, 3}, at({2, 1}, {})));
+  Attributes dilated = at({2, 2}, {});
+  dilated.set_ints("dilations", {2, 2});
+  EXPECT_FALSE(applies({1, 3, 16, 16}, {8, 3, 3, 3}, dilated));
+}
+
+// launch_space_to_depth against the host copy above, bit for bit, in 2- and 4-byte
+// values.
+TEST(CudaConvPlan, SpaceToDepthOnTheDeviceMatchesTheHostCopy) {
+  EMBER_REQUIRE_GPU();
+  struct Case {
+    int64_t n, h, w, c, out_h, out_w, stride, pad_top, pad_left;
+  };
+  const Case cases[] = {
+      {2, 19, 17, 3, 13, 12, 2, 3, 3},  // ResNet's stem, odd sizes
+      {1, 11, 13, 7, 6, 7, 2, 0, 1},    // 28 channels of 32
+      {1, 13, 14, 2, 6, 6, 3, 1, 2},    // stride 3
+  };
+  cuda::StreamContext* context = cuda::create_stream_context(0);
+  for (const Case& c : cases)
+    for (int bytes : {2, 4}) {
+      SCOPED_TRACE(testing::Message() << "X " << c.n << "x" << c.h << "x" << c.w << "x" << c.c << ", stride "
+                                      << c.stride << ", " << bytes << "-byte values");
+      cuda::SpaceToDepthArgs a;
+      a.n = c.n, a.h = c.h, a.w = c.w, a.c = c.c, a.out_h = c.out_h, a.out_w = c.out_w;
+      a.stride = c.stride, a.pad_top = c.pad_top, a.pad_left = c.pad_left;
+      const Tensor x = seeded_tensor(DType::Float32, {c.n, c.h, c.w, c.c}, 10);
+      const Tensor want = space_to_depth_copy(x, a);
+      const auto narrow = [&](const Tensor& t) {
+        std::vector<uint8_t> out(t.numel() * bytes);
+        for (int64_t i = 0; i < t.numel(); ++i) std::memcpy(&out[i * bytes], t.data_as<float>() + i, bytes);
+        return out;
+      };
+      const std::vector<uint8_t> host_x = narrow(x), host_want = narrow(want);
+      void *dx = nullptr, *dy = nullptr;
+      cuda::check(cudaMalloc(&dx, host_x.size()), "cudaMalloc");
+      cuda::check(cudaMalloc(&dy, host_want.size()), "cudaMalloc");
+      cuda::check(cudaMemcpy(dx, host_x.data(), host_x.size(), cudaMemcpyHostToDevice), "upload");
+      cuda::check(cudaMemset(dy, 0x7f, host_want.size()), "cudaMemset");
+      a.x = dx;
+      a.y = dy;
+      cuda::launch_space_to_depth(bytes, a, context->stream);
+      std::vector<uint8_t> got(host_want.size());
+      cuda::check(cudaMemcpyAsync(got.data(), dy, got.size(), cudaMemcpyDeviceToHost, context->stream), "download");
+      cuda::check(cudaStreamSynchronize(context->stream), "space-to-depth copy");
+      cudaFree(dx);
+      cudaFree(dy);
+      EXPECT_EQ(got, host_want);
+    }
+  cuda::destroy_stream_context(context);
+}
+
 // launch_shift_copy against the host copy above, both kernels: the general one, and the
 // one that writes a 16-byte row per thread (float16 channels padded to 8, float32 to 4).
 TEST(CudaConvPlan, ShiftCopyOnTheDeviceMatchesTheHostCopy) {
