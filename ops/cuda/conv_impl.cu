@@ -45,18 +45,32 @@ __global__ void shift_copy_rows_kernel(ShiftCopyArgs a) {
   }
 }
 
-// One thread per output pixel: its s * s * c values gathered from x, then written as
-// 16-byte stores. The channel index is a compile-time constant in every unrolled step,
-// so the pixel stays in registers.
-template <class Bits>
-__global__ void space_to_depth_kernel(SpaceToDepthArgs a) {
+// Where each of a pixel's kSpaceToDepthChannels values comes from, relative to the
+// top-left of its s x s block: worked out once on the host, so the kernel does no
+// division per value.
+struct SpaceToDepthTaps {
+  int32_t offset[kSpaceToDepthChannels];  // (i * w + j) * c + ch
+  int8_t row[kSpaceToDepthChannels], col[kSpaceToDepthChannels];  // i, j
+  int32_t used;  // s * s * c; the rest are zero
+};
+
+// One thread per output pixel: its values gathered from x, then written as 16-byte
+// stores. The channel index is a compile-time constant in every unrolled step, so the
+// pixel stays in registers.
+template <class Bits, class Index>
+__global__ void space_to_depth_kernel(SpaceToDepthArgs a, SpaceToDepthTaps taps) {
   constexpr int kChunk = 16 / sizeof(Bits), kChunks = kSpaceToDepthChannels / kChunk;
   const Bits* x = static_cast<const Bits*>(a.x);
   uint4* y = static_cast<uint4*>(a.y);
-  const int64_t used = a.stride * a.stride * a.c, block_row = a.stride * a.c;
-  EMBER_CUDA_LOOP(pixel, a.n * a.out_h * a.out_w) {
-    const int64_t v = pixel % a.out_w, u = (pixel / a.out_w) % a.out_h, n = pixel / (a.out_w * a.out_h);
-    const int64_t top = a.stride * u - a.pad_top, left = a.stride * v - a.pad_left;
+  const Index out_w = static_cast<Index>(a.out_w), out_h = static_cast<Index>(a.out_h);
+  const Index h = static_cast<Index>(a.h), w = static_cast<Index>(a.w);
+  const Index pixels = static_cast<Index>(a.n) * out_h * out_w;
+  for (Index pixel = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x; pixel < pixels;
+       pixel += static_cast<Index>(gridDim.x) * blockDim.x) {
+    const Index v = pixel % out_w, rest = pixel / out_w, u = rest % out_h, n = rest / out_h;
+    const Index top = static_cast<Index>(a.stride) * u - static_cast<Index>(a.pad_top);
+    const Index left = static_cast<Index>(a.stride) * v - static_cast<Index>(a.pad_left);
+    const Index base = ((n * h + top) * w + left) * static_cast<Index>(a.c);
 #pragma unroll
     for (int chunk = 0; chunk < kChunks; ++chunk) {
       union {
@@ -66,13 +80,12 @@ __global__ void space_to_depth_kernel(SpaceToDepthArgs a) {
       out.bits = make_uint4(0, 0, 0, 0);
 #pragma unroll
       for (int k = 0; k < kChunk; ++k) {
-        const int64_t q = chunk * kChunk + k;
-        if (q >= used) break;
-        const int64_t i = q / block_row, j = (q / a.c) % a.stride, ch = q % a.c;
-        const int64_t row = top + i, col = left + j;
-        if (row >= 0 && row < a.h && col >= 0 && col < a.w) out.values[k] = x[((n * a.h + row) * a.w + col) * a.c + ch];
+        const int q = chunk * kChunk + k;
+        if (q >= taps.used) break;
+        const Index row = top + taps.row[q], col = left + taps.col[q];
+        if (row >= 0 && row < h && col >= 0 && col < w) out.values[k] = x[base + taps.offset[q]];
       }
-      y[pixel * kChunks + chunk] = out.bits;
+      y[static_cast<int64_t>(pixel) * kChunks + chunk] = out.bits;
     }
   }
 }
@@ -82,9 +95,24 @@ __global__ void space_to_depth_kernel(SpaceToDepthArgs a) {
 void launch_space_to_depth(int element_bytes, const SpaceToDepthArgs& args, cudaStream_t stream) {
   const int64_t pixels = args.n * args.out_h * args.out_w;
   if (pixels <= 0) return;
+  SpaceToDepthTaps taps{};
+  taps.used = static_cast<int32_t>(args.stride * args.stride * args.c);
+  for (int q = 0; q < taps.used; ++q) {
+    const int64_t i = q / (args.stride * args.c), j = q / args.c % args.stride, ch = q % args.c;
+    taps.row[q] = static_cast<int8_t>(i);
+    taps.col[q] = static_cast<int8_t>(j);
+    taps.offset[q] = static_cast<int32_t>((i * args.w + j) * args.c + ch);
+  }
+  // 32-bit indices where every offset into x fits (a batch of images always does).
+  const bool narrow = args.n * args.h * args.w * args.c < (int64_t{1} << 31) && pixels < (int64_t{1} << 31);
   const unsigned threads = 256, blocks = dense_blocks(pixels, threads);
-  if (element_bytes == 2) space_to_depth_kernel<uint16_t><<<blocks, threads, 0, stream>>>(args);
-  else space_to_depth_kernel<uint32_t><<<blocks, threads, 0, stream>>>(args);
+  if (element_bytes == 2) {
+    if (narrow) space_to_depth_kernel<uint16_t, int32_t><<<blocks, threads, 0, stream>>>(args, taps);
+    else space_to_depth_kernel<uint16_t, int64_t><<<blocks, threads, 0, stream>>>(args, taps);
+  } else {
+    if (narrow) space_to_depth_kernel<uint32_t, int32_t><<<blocks, threads, 0, stream>>>(args, taps);
+    else space_to_depth_kernel<uint32_t, int64_t><<<blocks, threads, 0, stream>>>(args, taps);
+  }
 }
 
 void launch_shift_copy(int element_bytes, const ShiftCopyArgs& args, cudaStream_t stream) {

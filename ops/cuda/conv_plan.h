@@ -45,8 +45,9 @@ struct SpaceToDepthConv {
   SpaceToDepthArgs copy;  // x, y set per run
 };
 
-// Whether `space_to_depth_conv` applies: 2-D, group 1, no dilation, the same stride
-// s >= 2 both ways, a filter wider than the stride, and s * s * C <= 32.
+// Whether `space_to_depth_conv` applies, and pays: 2-D, group 1, no dilation, the
+// same stride s >= 2 both ways, a filter wider than the stride, s * s * C <= 32, and at
+// most 1.5 times the multiply-adds of the zero-channel form.
 bool space_to_depth_applies(const Shape& x, const Shape& w, const WindowGeometry& g, int64_t group);
 SpaceToDepthConv space_to_depth_conv(const Shape& x, const Shape& w, const WindowGeometry& g);
 

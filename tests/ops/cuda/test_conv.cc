@@ -188,8 +188,8 @@ TEST(CudaNhwcConv, ResNetAndMobileNetGeometries) {
       conv_case({1, 4, 7, 9}, {5, 4, 3, 3}, {}, {}, {0, 1, 2, 1}),          // asymmetric pads: a padded copy
       conv_case({2, 3, 33, 31}, {16, 3, 7, 7}, {2, 2}, {}, {}, 1, "SAME_UPPER"),  // a stem with SAME pads
       conv_case({2, 12, 9, 11}, {8, 12, 3, 3}, {}, {}, {1, 1, 1, 1}),       // C = 12: float16 pads to 16
-      conv_case({2, 3, 17, 16}, {8, 3, 3, 3}, {2, 2}, {}, {}, 1, "SAME_UPPER"),  // MobileNet's stem
-      conv_case({1, 7, 9, 8}, {6, 7, 3, 3}, {2, 2}, {}, {1, 1, 1, 1}),      // 28 space-to-depth channels
+      conv_case({2, 3, 17, 16}, {8, 3, 3, 3}, {2, 2}, {}, {}, 1, "SAME_UPPER"),  // MobileNet's stem: zero channels
+      conv_case({1, 3, 15, 14}, {6, 3, 5, 5}, {2, 2}, {}, {2, 2, 2, 2}),    // 5x5/2: space-to-depth
       conv_case({1, 2, 13, 14}, {5, 2, 5, 6}, {3, 3}, {}, {1, 2, 2, 0}),    // stride 3, asymmetric
   };
   for (DType t : kFloatTypes)

@@ -221,7 +221,6 @@ void check_space_to_depth(const Shape& xs, const Shape& ws, const Attributes& at
   const Tensor want = evaluate_node(node, 1, {&x, &w})[0];
 
   const WindowGeometry g = forward_window(node, Shape(xs.begin() + 2, xs.end()), conv_kernel_shape(node, ws), false);
-  ASSERT_TRUE(cuda::space_to_depth_applies(xs, ws, g, 1));
   const cuda::SpaceToDepthConv r = cuda::space_to_depth_conv(xs, ws, g);
   const Tensor xp = space_to_depth_copy(x, r.copy);
   ASSERT_EQ(xp.shape(), (Shape{r.x[0], r.x[2], r.x[3], r.x[1]}));
@@ -243,17 +242,22 @@ TEST(CudaConvPlan, SpaceToDepthStemIsTheSameConvolution) {
     return a;
   };
   check_space_to_depth({2, 3, 19, 17}, {8, 3, 7, 7}, at({2, 2}, {3, 3, 3, 3}));    // ResNet's stem, odd sizes
-  check_space_to_depth({1, 3, 11, 13}, {4, 3, 3, 3}, at({2, 2}, {}, "SAME_UPPER"));  // MobileNet's, asymmetric
+  check_space_to_depth({1, 3, 11, 13}, {4, 3, 3, 3}, at({2, 2}, {}, "SAME_UPPER"));  // asymmetric pads
   check_space_to_depth({1, 2, 13, 14}, {5, 2, 5, 6}, at({3, 3}, {1, 2, 2, 0}));     // stride 3, R != S
   check_space_to_depth({1, 7, 9, 8}, {3, 7, 3, 3}, at({2, 2}, {1, 1, 1, 1}));      // 28 of the 32 channels
   check_space_to_depth({2, 1, 10, 10}, {6, 1, 5, 4}, at({4, 4}, {0, 0, 0, 0}));    // a filter narrower than s
-  // Where it does not apply: a filter no wider than the stride, too many channels,
-  // different strides, dilations.
+  // Where the kernel uses it: ResNet's stem and wider filters; not a filter no wider
+  // than the stride, too many channels, different strides, dilations, or where the
+  // rewrite does more than 1.5 times the work (MobileNet's 3x3 stem: 4 taps x 32
+  // channels against 9 x 8).
   const auto applies = [&](const Shape& xs, const Shape& ws, const Attributes& a) {
     Node node = make_node("NhwcConv", 2, 1, a, "com.ember");
     const WindowGeometry g = forward_window(node, Shape(xs.begin() + 2, xs.end()), conv_kernel_shape(node, ws), false);
     return cuda::space_to_depth_applies(xs, ws, g, 1);
   };
+  EXPECT_TRUE(applies({1, 3, 224, 224}, {64, 3, 7, 7}, at({2, 2}, {3, 3, 3, 3})));
+  EXPECT_TRUE(applies({1, 2, 13, 14}, {5, 2, 5, 6}, at({3, 3}, {1, 2, 2, 0})));
+  EXPECT_FALSE(applies({1, 3, 224, 224}, {32, 3, 3, 3}, at({2, 2}, {1, 1, 1, 1})));
   EXPECT_FALSE(applies({1, 3, 16, 16}, {8, 3, 2, 2}, at({2, 2}, {})));
   EXPECT_FALSE(applies({1, 9, 16, 16}, {8, 9, 3, 3}, at({2, 2}, {})));
   EXPECT_FALSE(applies({1, 3, 16, 16}, {8, 3, 3, 3}, at({2, 1}, {})));
