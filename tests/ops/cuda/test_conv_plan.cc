@@ -266,6 +266,33 @@ TEST(CudaConvPlan, SpaceToDepthStemIsTheSameConvolution) {
   EXPECT_FALSE(applies({1, 3, 16, 16}, {8, 3, 3, 3}, dilated));
 }
 
+// A device copy checked bit for bit: x and the expected y narrowed to 2- or 4-byte bit
+// patterns (the copies move bits, whatever the type), x uploaded, y poisoned, `launch`
+// run with the device pointers, y downloaded and compared.
+template <class Launch>
+void expect_device_copy(const Tensor& x, const Tensor& want, int bytes, Launch launch) {
+  const auto narrow = [&](const Tensor& t) {
+    std::vector<uint8_t> out(t.numel() * bytes);
+    for (int64_t i = 0; i < t.numel(); ++i) std::memcpy(&out[i * bytes], t.data_as<float>() + i, bytes);
+    return out;
+  };
+  const std::vector<uint8_t> host_x = narrow(x), host_want = narrow(want);
+  cuda::StreamContext* context = cuda::create_stream_context(0);
+  void *dx = nullptr, *dy = nullptr;
+  cuda::check(cudaMalloc(&dx, host_x.size()), "cudaMalloc");
+  cuda::check(cudaMalloc(&dy, host_want.size()), "cudaMalloc");
+  cuda::check(cudaMemcpy(dx, host_x.data(), host_x.size(), cudaMemcpyHostToDevice), "upload");
+  cuda::check(cudaMemset(dy, 0x7f, host_want.size()), "cudaMemset");
+  launch(dx, dy, context->stream);
+  std::vector<uint8_t> got(host_want.size());
+  cuda::check(cudaMemcpyAsync(got.data(), dy, got.size(), cudaMemcpyDeviceToHost, context->stream), "download");
+  cuda::check(cudaStreamSynchronize(context->stream), "device copy");
+  cudaFree(dx);
+  cudaFree(dy);
+  cuda::destroy_stream_context(context);
+  EXPECT_EQ(got, host_want);
+}
+
 // launch_space_to_depth against the host copy above, bit for bit, in 2- and 4-byte
 // values.
 TEST(CudaConvPlan, SpaceToDepthOnTheDeviceMatchesTheHostCopy) {
@@ -278,7 +305,6 @@ TEST(CudaConvPlan, SpaceToDepthOnTheDeviceMatchesTheHostCopy) {
       {1, 11, 13, 7, 6, 7, 2, 0, 1},    // 28 channels of 32
       {1, 13, 14, 2, 6, 6, 3, 1, 2},    // stride 3
   };
-  cuda::StreamContext* context = cuda::create_stream_context(0);
   for (const Case& c : cases)
     for (int bytes : {2, 4}) {
       SCOPED_TRACE(testing::Message() << "X " << c.n << "x" << c.h << "x" << c.w << "x" << c.c << ", stride "
@@ -288,28 +314,12 @@ TEST(CudaConvPlan, SpaceToDepthOnTheDeviceMatchesTheHostCopy) {
       a.stride = c.stride, a.pad_top = c.pad_top, a.pad_left = c.pad_left;
       const Tensor x = seeded_tensor(DType::Float32, {c.n, c.h, c.w, c.c}, 10);
       const Tensor want = space_to_depth_copy(x, a);
-      const auto narrow = [&](const Tensor& t) {
-        std::vector<uint8_t> out(t.numel() * bytes);
-        for (int64_t i = 0; i < t.numel(); ++i) std::memcpy(&out[i * bytes], t.data_as<float>() + i, bytes);
-        return out;
-      };
-      const std::vector<uint8_t> host_x = narrow(x), host_want = narrow(want);
-      void *dx = nullptr, *dy = nullptr;
-      cuda::check(cudaMalloc(&dx, host_x.size()), "cudaMalloc");
-      cuda::check(cudaMalloc(&dy, host_want.size()), "cudaMalloc");
-      cuda::check(cudaMemcpy(dx, host_x.data(), host_x.size(), cudaMemcpyHostToDevice), "upload");
-      cuda::check(cudaMemset(dy, 0x7f, host_want.size()), "cudaMemset");
-      a.x = dx;
-      a.y = dy;
-      cuda::launch_space_to_depth(bytes, a, context->stream);
-      std::vector<uint8_t> got(host_want.size());
-      cuda::check(cudaMemcpyAsync(got.data(), dy, got.size(), cudaMemcpyDeviceToHost, context->stream), "download");
-      cuda::check(cudaStreamSynchronize(context->stream), "space-to-depth copy");
-      cudaFree(dx);
-      cudaFree(dy);
-      EXPECT_EQ(got, host_want);
+      expect_device_copy(x, want, bytes, [&](const void* dx, void* dy, cudaStream_t stream) {
+        a.x = dx;
+        a.y = dy;
+        cuda::launch_space_to_depth(bytes, a, stream);
+      });
     }
-  cuda::destroy_stream_context(context);
 }
 
 // launch_shift_copy against the host copy above, both kernels: the general one, and the
@@ -325,7 +335,6 @@ TEST(CudaConvPlan, ShiftCopyOnTheDeviceMatchesTheHostCopy) {
       {3, {5, 7, 3}, {5, 7, 4}, {0, 0, 0}},  // channels 3 -> 4 (16 bytes in float32)
       {2, {4, 6, 5}, {6, 9, 7}, {1, 0, 1}},  // the general kernel
   };
-  cuda::StreamContext* context = cuda::create_stream_context(0);
   for (const Case& c : cases)
     for (int bytes : {2, 4}) {
       SCOPED_TRACE(testing::Message() << "in " << c.in[0] << "x" << c.in[1] << "x" << c.in[2] << " out " << c.out[0]
@@ -335,29 +344,12 @@ TEST(CudaConvPlan, ShiftCopyOnTheDeviceMatchesTheHostCopy) {
       for (int i = 0; i < 3; ++i) a.in[i] = c.in[i], a.out[i] = c.out[i], a.shift[i] = c.shift[i];
       const Tensor x = seeded_tensor(DType::Float32, {c.planes, c.in[0], c.in[1], c.in[2]}, 7);
       const Tensor want = shift_copy(x, a, {c.planes, c.out[0], c.out[1], c.out[2]});
-      // The values as 2- or 4-byte bit patterns (the copy moves bits, whatever the type).
-      const auto narrow = [&](const Tensor& t) {
-        std::vector<uint8_t> out(t.numel() * bytes);
-        for (int64_t i = 0; i < t.numel(); ++i) std::memcpy(&out[i * bytes], t.data_as<float>() + i, bytes);
-        return out;
-      };
-      const std::vector<uint8_t> host_x = narrow(x), host_want = narrow(want);
-      void *dx = nullptr, *dy = nullptr;
-      cuda::check(cudaMalloc(&dx, host_x.size()), "cudaMalloc");
-      cuda::check(cudaMalloc(&dy, host_want.size()), "cudaMalloc");
-      cuda::check(cudaMemcpy(dx, host_x.data(), host_x.size(), cudaMemcpyHostToDevice), "upload");
-      cuda::check(cudaMemset(dy, 0x7f, host_want.size()), "cudaMemset");
-      a.x = dx;
-      a.y = dy;
-      cuda::launch_shift_copy(bytes, a, context->stream);
-      std::vector<uint8_t> got(host_want.size());
-      cuda::check(cudaMemcpyAsync(got.data(), dy, got.size(), cudaMemcpyDeviceToHost, context->stream), "download");
-      cuda::check(cudaStreamSynchronize(context->stream), "shift copy");
-      cudaFree(dx);
-      cudaFree(dy);
-      EXPECT_EQ(got, host_want);
+      expect_device_copy(x, want, bytes, [&](const void* dx, void* dy, cudaStream_t stream) {
+        a.x = dx;
+        a.y = dy;
+        cuda::launch_shift_copy(bytes, a, stream);
+      });
     }
-  cuda::destroy_stream_context(context);
 }
 
 }  // namespace
