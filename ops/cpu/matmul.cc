@@ -8,6 +8,7 @@
 #include "ops/registry.h"
 
 #include <algorithm>
+#include <optional>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -57,16 +58,21 @@ class DnnlMatMul {
     double flops = 2.0 * static_cast<double>(a_md.dims().back());
     for (memory::dim d : c_md.dims()) flops *= static_cast<double>(d);
     DnnlThreadScope threads(dnnl_threads_for(init.num_threads, flops));
-    const dnnl::matmul::desc desc(a_computed, b_constant ? any_layout(b_computed) : b_computed, bias_md, c_md);
-    dnnl::matmul::primitive_desc pd(desc, attr, dnnl_engine());
-    if (b_constant && std::string_view(pd.impl_info_str()).starts_with("gemm") && b_computed.dims().size() >= 2)
-      pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_computed, k_contiguous(b_computed), bias_md, c_md), attr,
-                                        dnnl_engine());
-    prim_ = dnnl::matmul(pd);
-    a_md_ = pd.src_desc();
-    b_md_ = pd.weights_desc();
-    if (b_constant) b_ = packed_constant(init, 1, b_md, b_md_);
-    scratch_md_ = pd.scratchpad_desc();
+    std::optional<dnnl::matmul::primitive_desc> pd;
+    if (b_constant && reads_wide_panels(init, b_computed)) pd = on_wide_panels(a_computed, b_computed, bias_md, c_md, attr);
+    if (!pd) {
+      const dnnl::matmul::desc desc(a_computed, b_constant ? any_layout(b_computed) : b_computed, bias_md, c_md);
+      pd.emplace(desc, attr, dnnl_engine());
+      if (b_constant && std::string_view(pd->impl_info_str()).starts_with("gemm") && b_computed.dims().size() >= 2)
+        pd.emplace(dnnl::matmul::desc(a_computed, k_contiguous(b_computed), bias_md, c_md), attr, dnnl_engine());
+    }
+    prim_ = dnnl::matmul(*pd);
+    a_md_ = pd->src_desc();
+    b_md_ = pd->weights_desc();
+    // On the panels, the form is named (and made) as the own product names it, so the
+    // two kernels share one copy of the weight.
+    if (b_constant) b_ = packed_constant(init, 1, b_md, panels_ ? *panels_ : b_md_);
+    scratch_md_ = pd->scratchpad_desc();
     to_a_ = DnnlReorder(a_md, a_md_);
     if (!b_constant) to_b_ = DnnlReorder(b_md, b_md_);
     WorkspaceLayout ws;
@@ -77,6 +83,45 @@ class DnnlMatMul {
   }
 
   size_t workspace_bytes() const { return workspace_bytes_; }
+
+  // Whether oneDNN reads this constant B from the AVX-512 product's panels (groups of 48
+  // columns, each group's K rows in turn: oneDNN's BA16a48b where K is a multiple of 16)
+  // rather than a form of its own. The own product takes a weight's products of up to
+  // 256 rows and oneDNN the larger (PackedGemm::runs_faster); a session that sees both
+  // then holds the weight once, not twice.
+  static bool reads_wide_panels(const KernelInit& init, const memory::desc& b) {
+    const memory::dims dims = b.dims();
+    return PackedGemm::enabled() && cpu_isa() == CpuIsa::Avx512 && init.dense_math == DenseMath::Float32 &&
+           dims.size() == 2 && dims[0] % 16 == 0 && dims[0] >= 256 && dims[1] > 0 &&
+           b.data_type() == memory::data_type::f32 && few_padded_columns(dims[1]);
+  }
+
+  // Whether N columns fill groups of 48 to within 1%: oneDNN computes the padded
+  // columns too. A Llama-style builder's widths (512: 3%, 1408: 2%) ran 2.5-3% slower on
+  // the panels than on oneDNN's own BA16a64b at batch 8, so they keep their own form.
+  static bool few_padded_columns(int64_t n) {
+    const int64_t columns = PackedGemm::panel_columns(CpuIsa::Avx512);
+    const int64_t padded = (n + columns - 1) / columns * columns;
+    return (padded - n) * 100 <= n;
+  }
+
+  // oneDNN's matmul on B as panels, if it takes them with its brgemm kernels.
+  std::optional<dnnl::matmul::primitive_desc> on_wide_panels(const memory::desc& a, const memory::desc& b,
+                                                             const memory::desc& bias, const memory::desc& c,
+                                                             const dnnl::primitive_attr& attr) {
+    const memory::dims dims = b.dims();
+    const int64_t columns = PackedGemm::panel_columns(CpuIsa::Avx512);
+    const memory::desc blocked(dims, memory::data_type::f32, memory::format_tag::BA16a48b);
+    if (columns != 48) return std::nullopt;
+    try {
+      dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, blocked, bias, c), attr, dnnl_engine());
+      if (!std::string_view(pd.impl_info_str()).starts_with("brg")) return std::nullopt;
+      panels_ = gemm_panels_desc(dims[0], dims[1], columns);
+      return pd;
+    } catch (const dnnl::error&) {
+      return std::nullopt;  // no implementation takes B so
+    }
+  }
 
   void run(const void* a, const void* b, const void* bias, void* c, void* workspace) const {
     if (empty_) return;
@@ -94,6 +139,7 @@ class DnnlMatMul {
   dnnl::matmul prim_;
   mutable DnnlHandles handles_;
   memory::desc a_md_, b_md_, bias_md_, c_md_, scratch_md_;
+  std::optional<memory::desc> panels_;  // B's form when oneDNN reads the own product's panels
   memory b_;
   DnnlReorder to_a_, to_b_;
   size_t a_at_ = 0, b_at_ = 0, workspace_bytes_ = 0;
@@ -243,8 +289,10 @@ struct PackedProduct {
 // (PackedGemm::runs_faster). K below 256 runs on oneDNN, with a packed form of B of its
 // own, and single rows of it on the matrix-vector kernel. On AVX2 a weight's depth is
 // the same in every plan, so a weight of 256 or more has the panels alone, whatever the
-// rows; on AVX-512 a session whose plans see both up to 256 rows and more packs such a
-// weight twice: the panels and oneDNN's form.
+// rows; on AVX-512 oneDNN's matmul reads the same panels for the products of more than
+// 256 rows where their columns fill the groups of 48 (DnnlMatMul::reads_wide_panels),
+// and a weight whose columns do not (a Llama-style 512 or 1408) is packed twice in a
+// session whose plans see both: the panels and oneDNN's form.
 // EMBER_CPU_GEMM=onednn leaves every product to oneDNN (PackedGemm::enabled).
 bool packed_product_applies(const KernelInit& init, const PackedProduct& p) {
   return PackedGemm::enabled() && cpu_isa() != CpuIsa::Scalar && init.dense_math == DenseMath::Float32 &&
