@@ -2,7 +2,7 @@
 """ember on a GPU beside PyTorch (eager and torch.compile) on the same graph, same GPU, same run.
 
     bench_gpu.py [--infer build/infer] [--work build/models]
-                 [--models resnet50,mobilenetv2,vit,bert,gpt2] [--batches 1,8,64]
+                 [--models resnet50,mobilenetv2,vit,bert,gpt2,...] [--batches 1,8,64]
                  [--precisions fp32,fp16[,bf16]] [--seq 128] [--repeat R] [--warmup W]
                  [--io host|device] [--no-compile] [--compile-mode MODE]
                  [--no-cuda-graph] [--markdown]
@@ -66,8 +66,10 @@ from check_models import escape_name  # noqa: E402  (infer's file-name escaping)
 # percentile must be the same function in both benchmarks.
 from bench import SEED, build_type_of, percentile  # noqa: E402
 
-MODELS = ("resnet50", "mobilenetv2", "vit", "bert", "gpt2")
-TEXT_MODELS = ("bert", "gpt2")
+# What a run times by default (scripts/gpu_check.sh's benchmark), and every builder it can.
+DEFAULT_MODELS = ("resnet50", "mobilenetv2", "vit", "bert", "gpt2")
+MODELS = DEFAULT_MODELS + ("mobilenetv3", "efficientnet", "convnext", "llama")
+TEXT_MODELS = ("bert", "gpt2", "llama")
 PRECISIONS = ("fp32", "fp16", "bf16")
 DEFAULT_WARMUP = 10
 TIME_BUDGET_S = 3.0
@@ -393,7 +395,8 @@ def main():
     parser.add_argument("--infer", default=os.path.join(REPO, "build", "infer"))
     parser.add_argument("--work", default=os.path.join(REPO, "build", "models"),
                         help="folder of the built models (built if absent) and inputs")
-    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--models", default=",".join(DEFAULT_MODELS),
+                        help=f"comma-separated, of {','.join(MODELS)}")
     parser.add_argument("--batches", default="1,8,64")
     parser.add_argument("--precisions", default="fp32,fp16")
     parser.add_argument("--seq", type=int, default=128, help="sequence length for bert, gpt2")

@@ -247,7 +247,7 @@ def _unsqueeze(node, attrs, opset):
         if _is_host(x):
             if axes == [0] and not isinstance(x, tuple):
                 return (x,)
-            raise NotImplementedError("Unsqueeze of a host value beyond rank 1")
+            x = ctx.tensor(x)  # past rank 1 a host value becomes a tensor (Llama's positions)
         for a in axes:
             x = x.unsqueeze(a)
         return x
@@ -565,7 +565,11 @@ def _constant_of_shape(node, attrs, opset):
         if len(shape) == 1 and shape[0] <= HOST_CONSTANT_MAX:  # stays shape arithmetic
             return (fill,) * shape[0]
         dtype = ctx.float_dtype if value.dtype.kind == "f" else torch.from_numpy(value).dtype
-        return torch.full(shape, fill, dtype=dtype, device=ctx.device)
+        filled = fill
+        if dtype.is_floating_point:  # a -FLT_MAX mask saturates in 16 bits, as ember's does
+            info = torch.finfo(dtype)
+            filled = min(max(fill, info.min), info.max)
+        return torch.full(shape, filled, dtype=dtype, device=ctx.device)
     return step
 
 
@@ -595,6 +599,21 @@ def _range(node, attrs, opset):
     return step
 
 
+def _hard_sigmoid(node, attrs, opset):
+    alpha, beta = attrs.get("alpha", 0.2), attrs.get("beta", 0.5)
+    return lambda ctx, x: torch.clamp(ctx.tensor(x) * alpha + beta, 0.0, 1.0)
+
+
+def _trilu(node, attrs, opset):
+    upper = bool(attrs.get("upper", 1))
+
+    def step(ctx, x, k=None):
+        k = 0 if k is None else int(_as_list(_need_host("Trilu", "k", k))[0])
+        x = ctx.tensor(x)
+        return torch.triu(x, k) if upper else torch.tril(x, k)
+    return step
+
+
 def _reduce_mean(node, attrs, opset):
     keepdims = bool(attrs.get("keepdims", 1))
     attr_axes = attrs.get("axes")
@@ -621,6 +640,12 @@ OPS = {
     "Sqrt": _unary(torch.sqrt),
     "Exp": _unary(torch.exp),
     "Neg": _unary(torch.neg),
+    "Reciprocal": _unary(torch.reciprocal),
+    "Sin": _unary(torch.sin),
+    "Cos": _unary(torch.cos),
+    "HardSwish": _unary(torch.nn.functional.hardswish),
+    "HardSigmoid": _hard_sigmoid,
+    "Trilu": _trilu,
     "Identity": _identity,
     "Constant": _constant,
     "Shape": _shape,

@@ -7,8 +7,9 @@
 Skips (exit 0, saying why) when PyTorch is not installed: CI does not install it; it is
 only needed by tools/bench_gpu.py.
 
-float32: every case of tests/models/check_models.py (same builders, inputs and seeds,
-same metric and tolerances: 1e-4 CNNs, 2e-4 BERT/GPT-2).
+float32: every case of tests/models/check_models.py for the models tools/bench_gpu.py can
+time (same builders, inputs and seeds, same metric and tolerances: 1e-4 CNNs, 2e-4
+transformers).
 float16 (half=True, one case per model, if this PyTorch runs half on the CPU): the outputs
 must be float32 and within 1e-2 of ORT's float32 relative to the output's scale
 (max |a - e| / max |e|). check_models' metric is printed beside it but not judged: on
@@ -43,7 +44,7 @@ import check_models  # noqa: E402
 from check_models import compare, model_cases, ort_session, relative_error  # noqa: E402
 from onnx_torch import OnnxModule  # noqa: E402
 
-MODELS = ("resnet50", "mobilenetv2", "bert", "gpt2")
+MODELS = ("resnet50", "mobilenetv2", "mobilenetv3", "efficientnet", "convnext", "vit", "bert", "gpt2", "llama")
 HALF_SCALED_TOLERANCE = 1e-2
 
 
@@ -177,6 +178,20 @@ def small_graph_checks():
          helper.make_node("Identity", ["n"], ["i"]),
          helper.make_node("ReduceMean", ["i"], ["y"], axes=[1, 2], keepdims=0)],
         [vi("x", f32, [2, 3, 5, 1])], [vi("y", f32, [2])], {"x": x})
+    graph_case(
+        "MobileNetV3's and Llama's elementwise ops",
+        [helper.make_node("HardSwish", ["x"], ["hs"]),
+         helper.make_node("HardSigmoid", ["hs"], ["hg"], alpha=0.3, beta=0.4),
+         helper.make_node("Sin", ["hg"], ["sn"]),
+         helper.make_node("Cos", ["sn"], ["cs"]),
+         helper.make_node("Reciprocal", ["cs"], ["y"])],
+        [vi("x", f32, [2, 3, 5, 1])], [vi("y", f32, [2, 3, 5, 1])], {"x": 3 * x})
+    square = rng.standard_normal((2, 4, 5)).astype(np.float32)
+    graph_case("Trilu upper/lower, k from a constant",
+               [helper.make_node("Constant", [], ["k"], value=helper.make_tensor("k", i64, [], [1])),
+                helper.make_node("Trilu", ["x", "k"], ["u"]),
+                helper.make_node("Trilu", ["u"], ["y"], upper=0)],
+               [vi("x", f32, [2, 4, 5])], [vi("y", f32, [2, 4, 5])], {"x": square})
     a = np.array([[7, -7, 9], [-9, 5, -1]], dtype=np.int64)
     b = np.array([2, 2, -4], dtype=np.int64)
     graph_case("int64 Div truncates; Gather axis 1",
