@@ -169,7 +169,9 @@ Tensor transposed(const Tensor& t, const std::vector<int64_t>& perm) {
 // FusedMatMul reading its operands through perm_a / perm_b and writing through perm_y
 // (graph/passes/fold_matmul_transposes.cc) computes Transpose(MatMul(Transpose(A),
 // Transpose(B))). Attention's shapes: heads split from [B, S, H, D], K transposed,
-// the product written back as [B, S, H, D]; and a 2-D B behind a 3-D strided A.
+// the product written back as [B, S, H, D]; and a 2-D B behind a 3-D strided A. Also a
+// decoder step's Q Kᵀ and P V (one row a head), a batch dim broadcast, and a B with
+// neither of its last two dims contiguous.
 TEST(FusedMatMul, StridedOperandsAndOutput) {
   struct Case {
     Shape a, b;
@@ -180,6 +182,11 @@ TEST(FusedMatMul, StridedOperandsAndOutput) {
       {{2, 3, 5, 6}, {2, 6, 3, 4}, {}, {0, 2, 1, 3}, {0, 2, 1, 3}},
       {{5, 2, 7}, {7, 4}, {1, 0, 2}, {}, {1, 0, 2}},
       {{7, 5}, {3, 7, 4}, {1, 0}, {}, {}},
+      {{1, 8, 1, 64}, {1, 8, 41, 64}, {}, {0, 1, 3, 2}, {}},
+      {{1, 8, 1, 41}, {1, 8, 41, 64}, {}, {}, {0, 2, 1, 3}},
+      {{2, 4, 3, 16}, {2, 1, 16, 9}, {}, {}, {}},
+      {{3, 2, 5}, {2, 5, 7}, {1, 0, 2}, {}, {}},
+      {{2, 4, 4}, {5, 4, 2}, {}, {2, 1, 0}, {1, 0, 2}},
   };
   uint32_t seed = 91;
   for (const Case& c : cases) {
