@@ -176,18 +176,20 @@ void check_nhwc_conv(const Shape& xs, const Shape& ws, const Attributes& at, int
   expect_close(got, want, 1e-5, 1e-6, "NHWC padded copy + zero channels + symmetric pads");
 }
 
+// A 2-D window's attributes: strides, and pads or auto_pad where given.
+Attributes window(Shape strides, Shape pads, std::string auto_pad = "") {
+  Attributes a;
+  a.set_ints("strides", strides);
+  if (!pads.empty()) a.set_ints("pads", pads);
+  if (!auto_pad.empty()) a.set_string("auto_pad", auto_pad);
+  return a;
+}
+
 TEST(CudaConvPlan, NhwcCopyAddsPadsAndZeroChannels) {
-  auto at = [](Shape strides, Shape pads, std::string auto_pad = "") {
-    Attributes a;
-    a.set_ints("strides", strides);
-    if (!pads.empty()) a.set_ints("pads", pads);
-    if (!auto_pad.empty()) a.set_string("auto_pad", auto_pad);
-    return a;
-  };
-  check_nhwc_conv({2, 3, 19, 17}, {8, 3, 7, 7}, at({2, 2}, {3, 3, 3, 3}), 8);        // a stem: channels only
-  check_nhwc_conv({1, 3, 11, 13}, {4, 3, 3, 3}, at({2, 2}, {}, "SAME_UPPER"), 8);     // and pads
-  check_nhwc_conv({1, 4, 7, 9}, {5, 4, 3, 3}, at({1, 1}, {0, 1, 2, 1}), 4);           // pads only
-  check_nhwc_conv({1, 12, 6, 5}, {3, 12, 2, 2}, at({1, 1}, {1, 0, 0, 1}), 16);
+  check_nhwc_conv({2, 3, 19, 17}, {8, 3, 7, 7}, window({2, 2}, {3, 3, 3, 3}), 8);        // a stem: channels only
+  check_nhwc_conv({1, 3, 11, 13}, {4, 3, 3, 3}, window({2, 2}, {}, "SAME_UPPER"), 8);     // and pads
+  check_nhwc_conv({1, 4, 7, 9}, {5, 4, 3, 3}, window({1, 1}, {0, 1, 2, 1}), 4);           // pads only
+  check_nhwc_conv({1, 12, 6, 5}, {3, 12, 2, 2}, window({1, 1}, {1, 0, 0, 1}), 16);
 }
 
 // What launch_space_to_depth does, on the host (float32): X' [N, H', W', 32] from an
@@ -234,18 +236,11 @@ void check_space_to_depth(const Shape& xs, const Shape& ws, const Attributes& at
 }
 
 TEST(CudaConvPlan, SpaceToDepthStemIsTheSameConvolution) {
-  auto at = [](Shape strides, Shape pads, std::string auto_pad = "") {
-    Attributes a;
-    a.set_ints("strides", strides);
-    if (!pads.empty()) a.set_ints("pads", pads);
-    if (!auto_pad.empty()) a.set_string("auto_pad", auto_pad);
-    return a;
-  };
-  check_space_to_depth({2, 3, 19, 17}, {8, 3, 7, 7}, at({2, 2}, {3, 3, 3, 3}));    // ResNet's stem, odd sizes
-  check_space_to_depth({1, 3, 11, 13}, {4, 3, 3, 3}, at({2, 2}, {}, "SAME_UPPER"));  // asymmetric pads
-  check_space_to_depth({1, 2, 13, 14}, {5, 2, 5, 6}, at({3, 3}, {1, 2, 2, 0}));     // stride 3, R != S
-  check_space_to_depth({1, 7, 9, 8}, {3, 7, 3, 3}, at({2, 2}, {1, 1, 1, 1}));      // 28 of the 32 channels
-  check_space_to_depth({2, 1, 10, 10}, {6, 1, 5, 4}, at({4, 4}, {0, 0, 0, 0}));    // a filter narrower than s
+  check_space_to_depth({2, 3, 19, 17}, {8, 3, 7, 7}, window({2, 2}, {3, 3, 3, 3}));    // ResNet's stem, odd sizes
+  check_space_to_depth({1, 3, 11, 13}, {4, 3, 3, 3}, window({2, 2}, {}, "SAME_UPPER"));  // asymmetric pads
+  check_space_to_depth({1, 2, 13, 14}, {5, 2, 5, 6}, window({3, 3}, {1, 2, 2, 0}));     // stride 3, R != S
+  check_space_to_depth({1, 7, 9, 8}, {3, 7, 3, 3}, window({2, 2}, {1, 1, 1, 1}));      // 28 of the 32 channels
+  check_space_to_depth({2, 1, 10, 10}, {6, 1, 5, 4}, window({4, 4}, {0, 0, 0, 0}));    // a filter narrower than s
   // Where the kernel uses it: ResNet's stem and wider filters; not a filter no wider
   // than the stride, too many channels, different strides, dilations, or where the
   // rewrite does more than 1.5 times the work (MobileNet's 3x3 stem: 4 taps x 32
@@ -255,13 +250,13 @@ TEST(CudaConvPlan, SpaceToDepthStemIsTheSameConvolution) {
     const WindowGeometry g = forward_window(node, Shape(xs.begin() + 2, xs.end()), conv_kernel_shape(node, ws), false);
     return cuda::space_to_depth_applies(xs, ws, g, 1);
   };
-  EXPECT_TRUE(applies({1, 3, 224, 224}, {64, 3, 7, 7}, at({2, 2}, {3, 3, 3, 3})));
-  EXPECT_TRUE(applies({1, 2, 13, 14}, {5, 2, 5, 6}, at({3, 3}, {1, 2, 2, 0})));
-  EXPECT_FALSE(applies({1, 3, 224, 224}, {32, 3, 3, 3}, at({2, 2}, {1, 1, 1, 1})));
-  EXPECT_FALSE(applies({1, 3, 16, 16}, {8, 3, 2, 2}, at({2, 2}, {})));
-  EXPECT_FALSE(applies({1, 9, 16, 16}, {8, 9, 3, 3}, at({2, 2}, {})));
-  EXPECT_FALSE(applies({1, 3, 16, 16}, {8, 3, 3, 3}, at({2, 1}, {})));
-  Attributes dilated = at({2, 2}, {});
+  EXPECT_TRUE(applies({1, 3, 224, 224}, {64, 3, 7, 7}, window({2, 2}, {3, 3, 3, 3})));
+  EXPECT_TRUE(applies({1, 2, 13, 14}, {5, 2, 5, 6}, window({3, 3}, {1, 2, 2, 0})));
+  EXPECT_FALSE(applies({1, 3, 224, 224}, {32, 3, 3, 3}, window({2, 2}, {1, 1, 1, 1})));
+  EXPECT_FALSE(applies({1, 3, 16, 16}, {8, 3, 2, 2}, window({2, 2}, {})));
+  EXPECT_FALSE(applies({1, 9, 16, 16}, {8, 9, 3, 3}, window({2, 2}, {})));
+  EXPECT_FALSE(applies({1, 3, 16, 16}, {8, 3, 3, 3}, window({2, 1}, {})));
+  Attributes dilated = window({2, 2}, {});
   dilated.set_ints("dilations", {2, 2});
   EXPECT_FALSE(applies({1, 3, 16, 16}, {8, 3, 3, 3}, dilated));
 }
