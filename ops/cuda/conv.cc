@@ -95,7 +95,7 @@ class ConvKernel final : public Kernel {
       pads.assign(2, 0);
       strides = dilations = {1, 1};
       space_to_depth_args_ = rewritten.copy;
-      stride_ = g.strides[0];
+      space_to_depth_taps_ = cuda::space_to_depth_taps(rewritten.copy);
       pad_ = true;
     } else {
       const cuda::ConvPadding padding =
@@ -113,7 +113,7 @@ class ConvKernel final : public Kernel {
       cuda::set_nhwc_filter(w_desc_, t, wd);
       cuda::set_nhwc(y_desc_, t, yd);
       plan_filter_transpose(wd);
-      if (packable && (transpose_filter_ || padded_channels_ || space_to_depth_)) pack_filter(init);
+      if (packable && (transpose_filter_ || padded_channels_ || space_to_depth_)) pack_filter(init, wd);
     } else {
       cuda::set_packed(x_desc_, t, xpad);
       cuda::set_filter(w_desc_, t, wd);
@@ -170,21 +170,7 @@ class ConvKernel final : public Kernel {
     if (y_numel_ == 0) return;
     const cuda::StreamContext& ctx = cuda::stream_context(args);
     const void* x = args.inputs[0]->data();
-    if (space_to_depth_) {
-      cuda::SpaceToDepthArgs p = space_to_depth_args_;
-      p.x = x;
-      p.y = static_cast<char*>(args.workspace) + pad_at_;
-      cuda::launch_space_to_depth(static_cast<int>(esize_), p, ctx.stream);
-      cuda::check_launch("Conv input space-to-depth");
-      x = p.y;
-    } else if (pad_) {
-      cuda::ShiftCopyArgs p = pad_args_;
-      p.x = x;
-      p.y = static_cast<char*>(args.workspace) + pad_at_;
-      cuda::launch_shift_copy(static_cast<int>(esize_), p, ctx.stream);
-      cuda::check_launch("Conv input padding");
-      x = p.y;
-    }
+    if (pad_) x = copy_input(x, static_cast<char*>(args.workspace) + pad_at_, ctx.stream);
     const void* w = packed_filter_ ? packed_filter_.get() : args.inputs[1]->data();
     if (transpose_filter_) {
       void* krsc = static_cast<char*>(args.workspace) + filter_at_;
@@ -230,6 +216,23 @@ class ConvKernel final : public Kernel {
   }
 
  private:
+  // X's padded or space-to-depth copy, written to `into`.
+  const void* copy_input(const void* x, void* into, cudaStream_t stream) const {
+    if (space_to_depth_) {
+      cuda::SpaceToDepthArgs p = space_to_depth_args_;
+      p.x = x;
+      p.y = into;
+      cuda::launch_space_to_depth(static_cast<int>(esize_), p, space_to_depth_taps_, stream);
+    } else {
+      cuda::ShiftCopyArgs p = pad_args_;
+      p.x = x;
+      p.y = into;
+      cuda::launch_shift_copy(static_cast<int>(esize_), p, stream);
+    }
+    cuda::check_launch(space_to_depth_ ? "Conv input space-to-depth" : "Conv input padding");
+    return into;
+  }
+
   // cuDNN's fused call, y = act(conv(x) + alpha2 * z + bias), where it takes the
   // activation: Relu, or none (identity, which cuDNN runs only with
   // IMPLICIT_PRECOMP_GEMM). ResNet's downsampling convolutions (bias, no activation)
@@ -257,28 +260,25 @@ class ConvKernel final : public Kernel {
   }
 
   // W as KRSC (with zero channels up to channels_ where padded_channels_, or as the
-  // space-to-depth filter), made once and held on the device (PackedWeights, so every
-  // plan of the session shares it); then no run transposes it.
-  void pack_filter(KernelInit& init) {
+  // space-to-depth filter), `filter` ([K, C, R, S] as cuDNN reads it), made once and
+  // held on the device (PackedWeights, so every plan of the session shares it); then no
+  // run transposes it.
+  void pack_filter(KernelInit& init, const Shape& filter) {
     const Tensor& w = *init.values[1];
     const int device = cuda::stream_context(init).device;
-    const std::string on = "cuda:" + std::to_string(device);
-    if (space_to_depth_) {
-      const std::string form = on + " KRSC space-to-depth " + std::to_string(stride_);
-      const Shape& sh = w.shape();
-      const int64_t taps = (sh[2] + stride_ - 1) / stride_ * ((sh[3] + stride_ - 1) / stride_);
-      const size_t bytes = static_cast<size_t>(sh[0] * taps * cuda::kSpaceToDepthChannels) * esize_;
-      packed_filter_ = init.packed_weights->get(
-          w, form, bytes, [&] { return upload(cuda::filter_to_space_to_depth_krsc(w, stride_), device); }, init.device);
-      transpose_filter_ = false;
-      return;
-    }
-    const int64_t c = w.shape()[1], channels = padded_channels_ ? channels_ : c;  // per group
-    std::string form = on + " KRSC";
-    if (channels != c) form += " with " + std::to_string(channels) + " channels";
-    const size_t bytes = w.nbytes() / static_cast<size_t>(c) * static_cast<size_t>(channels);
+    const int64_t stride = space_to_depth_args_.stride, c = w.shape()[1], channels = filter[1];
+    std::string form = "cuda:" + std::to_string(device) + " KRSC";
+    if (space_to_depth_) form += " space-to-depth " + std::to_string(stride);
+    else if (channels != c) form += " with " + std::to_string(channels) + " channels";
+    const size_t bytes = static_cast<size_t>(shape_numel(filter)) * esize_;
     packed_filter_ = init.packed_weights->get(
-        w, form, bytes, [&] { return upload(cuda::filter_to_krsc(w, channels), device); }, init.device);
+        w, form, bytes,
+        [&] {
+          return upload(space_to_depth_ ? cuda::filter_to_space_to_depth_krsc(w, stride)
+                                        : cuda::filter_to_krsc(w, channels),
+                        device);
+        },
+        init.device);
     transpose_filter_ = false;
   }
 
@@ -326,9 +326,9 @@ class ConvKernel final : public Kernel {
   int64_t channels_ = 0;  // of X as cuDNN reads it: C, or C with zero channels added
   bool padded_channels_ = false;  // X and W get zero channels up to channels_ (group 1)
   bool space_to_depth_ = false;   // X and W rewritten by space-to-depth (conv_plan.h)
-  int64_t stride_ = 1;            // of the space-to-depth blocks
   cuda::ShiftCopyArgs pad_args_;
   cuda::SpaceToDepthArgs space_to_depth_args_;
+  cuda::SpaceToDepthTaps space_to_depth_taps_{};
   cuda::EpilogueArgs epilogue_;
 };
 

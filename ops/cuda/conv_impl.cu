@@ -45,15 +45,6 @@ __global__ void shift_copy_rows_kernel(ShiftCopyArgs a) {
   }
 }
 
-// Where each of a pixel's kSpaceToDepthChannels values comes from, relative to the
-// top-left of its s x s block: worked out once on the host, so the kernel does no
-// division per value.
-struct SpaceToDepthTaps {
-  int32_t offset[kSpaceToDepthChannels];  // (i * w + j) * c + ch
-  int8_t row[kSpaceToDepthChannels], col[kSpaceToDepthChannels];  // i, j
-  int32_t used;  // s * s * c; the rest are zero
-};
-
 // One thread per output pixel: its values gathered from x, then written as 16-byte
 // stores. The channel index is a compile-time constant in every unrolled step, so the
 // pixel stays in registers.
@@ -92,9 +83,7 @@ __global__ void space_to_depth_kernel(SpaceToDepthArgs a, SpaceToDepthTaps taps)
 
 }  // namespace
 
-void launch_space_to_depth(int element_bytes, const SpaceToDepthArgs& args, cudaStream_t stream) {
-  const int64_t pixels = args.n * args.out_h * args.out_w;
-  if (pixels <= 0) return;
+SpaceToDepthTaps space_to_depth_taps(const SpaceToDepthArgs& args) {
   SpaceToDepthTaps taps{};
   taps.used = static_cast<int32_t>(args.stride * args.stride * args.c);
   for (int q = 0; q < taps.used; ++q) {
@@ -103,6 +92,13 @@ void launch_space_to_depth(int element_bytes, const SpaceToDepthArgs& args, cuda
     taps.col[q] = static_cast<int8_t>(j);
     taps.offset[q] = static_cast<int32_t>((i * args.w + j) * args.c + ch);
   }
+  return taps;
+}
+
+void launch_space_to_depth(int element_bytes, const SpaceToDepthArgs& args, const SpaceToDepthTaps& taps,
+                           cudaStream_t stream) {
+  const int64_t pixels = args.n * args.out_h * args.out_w;
+  if (pixels <= 0) return;
   // 32-bit indices where every offset into x fits (a batch of images always does).
   const bool narrow = args.n * args.h * args.w * args.c < (int64_t{1} << 31) && pixels < (int64_t{1} << 31);
   const unsigned threads = 256, blocks = dense_blocks(pixels, threads);

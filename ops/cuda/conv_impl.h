@@ -40,6 +40,17 @@ struct SpaceToDepthArgs {
   int64_t stride = 1, pad_top = 0, pad_left = 0;
 };
 
-void launch_space_to_depth(int element_bytes, const SpaceToDepthArgs& args, cudaStream_t stream);
+// Where each of a pixel's kSpaceToDepthChannels values comes from, relative to the
+// top-left of its s x s block: worked out once, at plan time, so the kernel does no
+// division per value.
+struct SpaceToDepthTaps {
+  int32_t offset[kSpaceToDepthChannels];                          // (i * w + j) * c + ch
+  int8_t row[kSpaceToDepthChannels], col[kSpaceToDepthChannels];  // i, j
+  int32_t used;                                                   // s * s * c; the rest are zero
+};
+SpaceToDepthTaps space_to_depth_taps(const SpaceToDepthArgs& args);
+
+void launch_space_to_depth(int element_bytes, const SpaceToDepthArgs& args, const SpaceToDepthTaps& taps,
+                           cudaStream_t stream);
 
 }  // namespace ember::cuda

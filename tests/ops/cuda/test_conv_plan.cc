@@ -312,7 +312,7 @@ TEST(CudaConvPlan, SpaceToDepthOnTheDeviceMatchesTheHostCopy) {
       expect_device_copy(x, want, bytes, [&](const void* dx, void* dy, cudaStream_t stream) {
         a.x = dx;
         a.y = dy;
-        cuda::launch_space_to_depth(bytes, a, stream);
+        cuda::launch_space_to_depth(bytes, a, cuda::space_to_depth_taps(a), stream);
       });
     }
 }
