@@ -86,13 +86,13 @@ class DnnlMatMul {
 
   // Whether oneDNN reads this constant B from the AVX-512 product's panels (groups of 48
   // columns, each group's K rows in turn: oneDNN's BA16a48b where K is a multiple of 16)
-  // rather than a form of its own. The own product takes a weight's products of up to
+  // rather than a form of its own: B of a depth the own product takes. The own product takes a weight's products of up to
   // 256 rows and oneDNN the larger (PackedGemm::runs_faster); a session that sees both
   // then holds the weight once, not twice.
   static bool reads_wide_panels(const KernelInit& init, const memory::desc& b) {
     const memory::dims dims = b.dims();
     return PackedGemm::enabled() && cpu_isa() == CpuIsa::Avx512 && init.dense_math == DenseMath::Float32 &&
-           dims.size() == 2 && dims[0] % 16 == 0 && dims[0] >= 256 && dims[1] > 0 &&
+           dims.size() == 2 && dims[0] % 16 == 0 && PackedGemm::runs_faster(1, dims[0]) && dims[1] > 0 &&
            b.data_type() == memory::data_type::f32 && few_padded_columns(dims[1]);
   }
 
@@ -111,8 +111,8 @@ class DnnlMatMul {
                                                              const dnnl::primitive_attr& attr) {
     const memory::dims dims = b.dims();
     const int64_t columns = PackedGemm::panel_columns(CpuIsa::Avx512);
+    if (columns != 48) return std::nullopt;  // BA16a48b's groups
     const memory::desc blocked(dims, memory::data_type::f32, memory::format_tag::BA16a48b);
-    if (columns != 48) return std::nullopt;
     try {
       dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, blocked, bias, c), attr, dnnl_engine());
       if (!std::string_view(pd.impl_info_str()).starts_with("brg")) return std::nullopt;
