@@ -93,16 +93,20 @@ class DnnlMatMul {
     const memory::dims dims = b.dims();
     return PackedGemm::enabled() && cpu_isa() == CpuIsa::Avx512 && init.dense_math == DenseMath::Float32 &&
            dims.size() == 2 && dims[0] % 16 == 0 && PackedGemm::runs_faster(1, dims[0]) && dims[1] > 0 &&
-           b.data_type() == memory::data_type::f32 && few_padded_columns(dims[1]);
+           b.data_type() == memory::data_type::f32 && panels_serve_columns(dims[1]);
   }
 
-  // Whether N columns fill groups of 48 to within 1%: oneDNN computes the padded
-  // columns too. A Llama-style builder's widths (512: 3%, 1408: 2%) ran 2.5-3% slower on
-  // the panels than on oneDNN's own BA16a64b at batch 8, so they keep their own form.
-  static bool few_padded_columns(int64_t n) {
+  // Whether oneDNN ran N columns as fast on the panels as on its own BA16a64b, at batch
+  // 8 (tools/bench.py, alternated): where they fill the groups of 48 to within 1%
+  // (oneDNN computes the padded columns too: a Llama-style builder's 512 and 1408, 3%
+  // and 2% of padding, ran 2.5-3% slower), and no wider than kWidestPanels (GPT-2's
+  // 50,257-column vocabulary projection made the model 3-4% slower; its other weights
+  // on the panels, 1-3% faster).
+  static constexpr int64_t kWidestPanels = 8192;
+  static bool panels_serve_columns(int64_t n) {
     const int64_t columns = PackedGemm::panel_columns(CpuIsa::Avx512);
     const int64_t padded = (n + columns - 1) / columns * columns;
-    return (padded - n) * 100 <= n;
+    return (padded - n) * 100 <= n && n <= kWidestPanels;
   }
 
   // oneDNN's matmul on B as panels, if it takes them with its brgemm kernels.
