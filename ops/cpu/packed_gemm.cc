@@ -124,6 +124,7 @@ dnnl::memory::desc gemm_panels_desc(int64_t k, int64_t n, int64_t columns) {
 PackedGemm::PackedGemm(int64_t m, int64_t k, int64_t n, int64_t ldc, const ew::Activation& act, CpuIsa isa)
     : m_(m), k_(k), n_(n), ldc_(ldc), act_(act), wide_(isa == CpuIsa::Avx512) {
   panels_ = (n + columns() - 1) / columns();
+  split_rows_ = wide_ && splits_rows(m, k, panels_);
   if (act.is(ew::UnaryFunction::Relu)) lo_ = 0.f;
   else if (act.kind == ew::Activation::Kind::Clip) lo_ = act.params.alpha, hi_ = act.params.beta;
   else activation_after_ = act.kind != ew::Activation::Kind::None;
@@ -238,10 +239,30 @@ void PackedGemm::multiply_panel(const Operands& x, int64_t p, bool prefetch_next
   if (activation_after_) activate(act_, x.c + row0 * ldc_ + col0, cols, rows, ldc_);
 }
 
+// Split by columns, each thread reads every row of A, and half of A was written by the
+// other core (by the op before, split as this is): the first group's blocks then wait on
+// lines coming from the other core's cache. Split by rows, a thread reads the rows it
+// wrote (the ops before and after split their rows as this does) and all of B, which
+// costs little while B is small. A product alone, after a pass that wrote A split as
+// the product before it (2 threads, B from memory, medians of 1,000, groups -> rows, ms):
+//   128 x 256 x 480 0.104 -> 0.090    128 x 512 x 288 0.128 -> 0.107   256 x 256 x 480
+//   0.221 -> 0.189   64 x 256 x 480 0.059 -> 0.055   128 x 1024 x 288 0.262 -> 0.246
+// B of 2 MB and more: 128 x 768 x 768 0.520 -> 0.534, 128 x 512 x 1008 even, 128 x 768
+// x 3072 1.96 -> 2.04, 64 x 768 x 768 0.296 -> 0.380, 16 x 256 x 480 0.019 -> 0.020.
+// Whole models, sessions planned both ways in one process (tools/ab.py, 2 threads,
+// batch 1, sequence 128, medians): transformers' OLMo, Qwen3 and Gemma exports (hidden
+// 256, MLP 512) 1.24x, 1.20x and 1.21x faster split by rows; the Llama-style builder
+// (hidden 512) 1.04x. Fewer than 4 groups split by rows whatever B is, so both threads
+// work.
+bool PackedGemm::splits_rows(int64_t m, int64_t k, int64_t groups) {
+  const int64_t b_bytes = groups * k * avx512_gemm::kGroupColumns * int64_t{sizeof(float)};
+  return groups < 4 || (b_bytes <= kRowSplitBytes && m >= kRowSplitRows);
+}
+
 // The AVX-512 blocks (ops/cpu/packed_gemm_avx512.h), the groups of 48 columns split
 // between the threads; A in chunks of rows (kWideChunkBytes), each chunk over every
-// group of the thread's, so the chunk stays in L2. With fewer than 4 groups the rows are
-// split instead, every thread reading all of B, so both threads work.
+// group of the thread's, so the chunk stays in L2. Where B is small (splits_rows) the
+// rows are split instead, every thread reading all of B.
 //
 // Against oneDNN 2.6's brgemm matmul alone (2 threads, Xeon with AVX-512, B from memory
 // as a model's weights are: 64 copies of it in turn; medians, oneDNN -> this, ms):
@@ -257,7 +278,7 @@ void PackedGemm::run_wide(const float* a, const float* groups, const float* bias
       activate(act_, c + row0 * ldc_ + g * width, std::min(width, n_ - g * width), row1 - row0, ldc_);
   };
   const float* groups_end = groups + panels_ * k_ * width;
-  if (panels_ < 4) {
+  if (split_rows_) {
     const int64_t blocks = (m_ + rows_per_block - 1) / rows_per_block;
     parallel_for(blocks, 2 * k_ * rows_per_block * width * panels_, [&](int64_t begin, int64_t end) {
       const avx512_gemm::Operands x{a, groups, bias, c, groups_end};

@@ -99,6 +99,10 @@ class PackedGemm {
   static constexpr int64_t kWideChunkRows = 128;
   // The most rows the AVX-512 blocks take (more run on oneDNN's matmul; see the .cc).
   static constexpr int64_t kWideMaxRows = 256;
+  // The AVX-512 blocks split the rows between the threads, not B's groups, where B's
+  // panels take at most kRowSplitBytes and A has kRowSplitRows rows or more (see the .cc).
+  static constexpr int64_t kRowSplitBytes = int64_t{3} << 19;  // 1.5 MB
+  static constexpr int64_t kRowSplitRows = 32;
 
   // Whether a product of m rows of depth k runs faster here than on oneDNN's matmul: K of
   // 256 or more, and on AVX-512 at most kWideMaxRows rows.
@@ -119,6 +123,8 @@ class PackedGemm {
   };
   void multiply_panel(const Operands& x, int64_t p, bool prefetch_next, int64_t first, int64_t last) const;
   void run_wide(const float* a, const float* groups, const float* bias, float* c) const;
+  // Whether the AVX-512 blocks split A's m rows between the threads, not B's groups.
+  static bool splits_rows(int64_t m, int64_t k, int64_t groups);
   int64_t columns() const { return panel_columns(wide_ ? CpuIsa::Avx512 : CpuIsa::Avx2); }
   // Whether A's last rows go to a whole block in the workspace: M not a multiple of 6,
   // and more than the one row the row kernel reads in place.
@@ -130,6 +136,7 @@ class PackedGemm {
   float lo_ = -__builtin_inff(), hi_ = __builtin_inff();
   bool activation_after_ = false;  // a function the bounds cannot express
   bool wide_ = false;              // the AVX-512 blocks
+  bool split_rows_ = false;        // splits_rows
 };
 
 }  // namespace ember

@@ -34,13 +34,14 @@ struct Block {
   int64_t lines = 0;
 };
 
-// Accumulators as an array indexed by constants: with R a template argument and every
-// loop fixed, GCC keeps all 3R in registers (the step's loop below has no stack access).
-template <int R>
+// Accumulators as an array indexed by constants: with R and V template arguments and
+// every loop fixed, GCC keeps all V R in registers (the step's loop below has no stack
+// access). V < 3 only for the last group, where N leaves it a vector or two of columns.
+template <int R, int V>
 void multiply_block(const Block& k) {
-  __m512 sum[R][kVectors];
+  __m512 sum[R][V];
   for (int r = 0; r < R; ++r)
-    for (int v = 0; v < kVectors; ++v)
+    for (int v = 0; v < V; ++v)
       sum[r][v] = k.first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(k.masks[v], k.c + r * k.ldc + v * 16);
   // The depth in segments, one prefetched line before each (none: one segment). Lines
   // go to L2: the slice moves to L1 as its first block reads it.
@@ -50,24 +51,24 @@ void multiply_block(const Block& k) {
   for (int64_t line = 0; d < k.depth; ++line) {
     if (line < k.lines) _mm_prefetch(reinterpret_cast<const char*>(k.prefetch + line * kLineFloats), _MM_HINT_T1);
     for (const int64_t end = least(k.depth, d + segment); d < end; ++d, b += kGroupColumns) {
-      __m512 column[kVectors];
-      for (int v = 0; v < kVectors; ++v) column[v] = _mm512_loadu_ps(b + v * 16);
+      __m512 column[V];
+      for (int v = 0; v < V; ++v) column[v] = _mm512_loadu_ps(b + v * 16);
       for (int r = 0; r < R; ++r) {
         const __m512 a = _mm512_set1_ps(k.a[r * k.lda + d]);
-        for (int v = 0; v < kVectors; ++v) sum[r][v] = _mm512_fmadd_ps(a, column[v], sum[r][v]);
+        for (int v = 0; v < V; ++v) sum[r][v] = _mm512_fmadd_ps(a, column[v], sum[r][v]);
       }
     }
   }
   if (k.bias) {
     const __m512 lo = _mm512_set1_ps(k.lo), hi = _mm512_set1_ps(k.hi);
-    for (int v = 0; v < kVectors; ++v) {
+    for (int v = 0; v < V; ++v) {
       const __m512 bias = _mm512_loadu_ps(k.bias + v * 16);
       for (int r = 0; r < R; ++r)  // the bound first, so NaN stays NaN
         sum[r][v] = _mm512_min_ps(hi, _mm512_max_ps(lo, _mm512_add_ps(sum[r][v], bias)));
     }
   }
   for (int r = 0; r < R; ++r)
-    for (int v = 0; v < kVectors; ++v) _mm512_mask_storeu_ps(k.c + r * k.ldc + v * 16, k.masks[v], sum[r][v]);
+    for (int v = 0; v < V; ++v) _mm512_mask_storeu_ps(k.c + r * k.ldc + v * 16, k.masks[v], sum[r][v]);
 }
 
 // A single row (a decoder's token) over all of K at once: it waits on B coming from
@@ -77,33 +78,39 @@ void multiply_block(const Block& k) {
 // past key/values (`infer --repeat 800`, 4 alternations, p50 ms): 5.26-5.88 as a block
 // of one row (slices, prefetches), 5.53-5.96 on the matrix-vector kernel (its weights
 // as rows), 4.84-5.07 by this row.
+template <int V>
 void multiply_row(const float* a, const float* b, int64_t depth, float* c, const __mmask16* masks, const float* bias,
                   float lo, float hi) {
-  __m512 even[kVectors], odd[kVectors];
-  for (int v = 0; v < kVectors; ++v) even[v] = odd[v] = _mm512_setzero_ps();
+  __m512 even[V], odd[V];
+  for (int v = 0; v < V; ++v) even[v] = odd[v] = _mm512_setzero_ps();
   int64_t d = 0;
   for (; d + 2 <= depth; d += 2, b += 2 * kGroupColumns) {
     const __m512 a0 = _mm512_set1_ps(a[d]), a1 = _mm512_set1_ps(a[d + 1]);
-    for (int v = 0; v < kVectors; ++v) {
+    for (int v = 0; v < V; ++v) {
       even[v] = _mm512_fmadd_ps(a0, _mm512_loadu_ps(b + v * 16), even[v]);
       odd[v] = _mm512_fmadd_ps(a1, _mm512_loadu_ps(b + kGroupColumns + v * 16), odd[v]);
     }
   }
   if (d < depth) {
     const __m512 a0 = _mm512_set1_ps(a[d]);
-    for (int v = 0; v < kVectors; ++v) even[v] = _mm512_fmadd_ps(a0, _mm512_loadu_ps(b + v * 16), even[v]);
+    for (int v = 0; v < V; ++v) even[v] = _mm512_fmadd_ps(a0, _mm512_loadu_ps(b + v * 16), even[v]);
   }
   const __m512 low = _mm512_set1_ps(lo), high = _mm512_set1_ps(hi);
-  for (int v = 0; v < kVectors; ++v) {
+  for (int v = 0; v < V; ++v) {
     const __m512 sum = _mm512_add_ps(_mm512_add_ps(even[v], odd[v]), _mm512_loadu_ps(bias + v * 16));
     _mm512_mask_storeu_ps(c + v * 16, masks[v], _mm512_min_ps(high, _mm512_max_ps(low, sum)));
   }
 }
 
 using BlockFunction = void (*)(const Block&);
-constexpr BlockFunction kBlockOfRows[kBlockRows] = {multiply_block<1>, multiply_block<2>, multiply_block<3>,
-                                                   multiply_block<4>, multiply_block<5>, multiply_block<6>,
-                                                   multiply_block<7>, multiply_block<8>};
+template <int V>
+constexpr BlockFunction kBlockOfRows[kBlockRows] = {multiply_block<1, V>, multiply_block<2, V>, multiply_block<3, V>,
+                                                   multiply_block<4, V>, multiply_block<5, V>, multiply_block<6, V>,
+                                                   multiply_block<7, V>, multiply_block<8, V>};
+// By the vectors of columns a group holds (1 to 3), then by rows (1 to 8).
+constexpr const BlockFunction* kBlocks[kVectors] = {kBlockOfRows<1>, kBlockOfRows<2>, kBlockOfRows<3>};
+using RowFunction = void (*)(const float*, const float*, int64_t, float*, const __mmask16*, const float*, float, float);
+constexpr RowFunction kRows[kVectors] = {multiply_row<1>, multiply_row<2>, multiply_row<3>};
 
 }  // namespace
 
@@ -123,7 +130,9 @@ void multiply_group(const Product& p, const Operands& x, int64_t g, int64_t row0
   if (x.bias)
     for (int64_t j = 0; j < least(kGroupColumns, p.n - col0); ++j) bias[j] = x.bias[col0 + j];
   const float* group = x.groups + g * p.k * kGroupColumns;
-  if (p.m == 1) return multiply_row(x.a, group, p.k, x.c + col0, masks, bias, p.lo, p.hi);
+  const int64_t vectors = least(kVectors, (p.n - col0 + 15) / 16);
+  if (p.m == 1) return kRows[vectors - 1](x.a, group, p.k, x.c + col0, masks, bias, p.lo, p.hi);
+  const BlockFunction* block_of_rows = kBlocks[vectors - 1];
   const int64_t blocks = (row1 - row0 + kBlockRows - 1) / kBlockRows;
   for (int64_t k0 = 0; k0 < p.k; k0 += kSliceDepth) {
     Block block;
@@ -142,7 +151,7 @@ void multiply_group(const Product& p, const Operands& x, int64_t g, int64_t row0
       block.c = x.c + row * p.ldc + col0;
       block.prefetch = next + line0 * kLineFloats;
       block.lines = least(next_lines, line0 + lines_per_block) - line0;
-      kBlockOfRows[least(kBlockRows, row1 - row) - 1](block);
+      block_of_rows[least(kBlockRows, row1 - row) - 1](block);
     }
   }
 }

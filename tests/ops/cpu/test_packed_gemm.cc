@@ -85,7 +85,8 @@ TEST(PackedGemm, MatchesAPlainProductOnOddShapes) {
   // 96 and 100 rows sit either side of the rule.
   static_assert(PackedGemm::kSpreadBlocks * kBlockRows == 96);
   // AVX-512: blocks of 1 to 8 rows, groups of 48 columns whole, partial (49, 100) and
-  // fewer than 16 (37), depths of one slice, a slice and a step, and three slices (the
+  // fewer than 16 (37), last groups of one vector (49, 100, 150, 200), two (17, 500) and
+  // three (37, 40), depths of one slice, a slice and a step, and three slices (the
   // sums carried through C between them), rows split between the threads (fewer than 4
   // groups) and groups split (150, 200 columns); single rows of odd and even depth
   // (their own kernel, two sums a vector).
@@ -107,9 +108,20 @@ TEST(PackedGemm, AppliesEveryFusedActivation) {
 }
 
 TEST(PackedGemm, SplitsThePanelsBetweenThreads) {
-  // 96 panels (32 groups) of 130 rows by 64 deep: parallel_for gives each thread a range
-  // of panels, and the last range prefetches no panel past its own.
+  // 96 panels (32 groups) of 130 rows by 64 deep: on AVX2 parallel_for gives each thread
+  // a range of panels, and the last range prefetches no panel past its own. The AVX-512
+  // blocks split these rows instead (B of 384 KB: PackedGemm::splits_rows).
   for (CpuIsa isa : gemm_isas()) check_product({130, 64, 1536, 1536}, true, {"Gelu", {}}, isa);
+}
+
+TEST(PackedGemm, SplitsTheRowsWhereBIsSmallAndTheGroupsWhereNot) {
+  if (!cpu_supports(CpuIsa::Avx512)) GTEST_SKIP() << "the AVX-512 blocks need a CPU with AVX-512";
+  // 64 rows by 6 groups of 256 deep (B of 288 KB): the rows split, each thread over all
+  // groups, the last of two vectors (32 columns). 130 rows by 21 groups of 512 deep (B of
+  // 2 MB, over kRowSplitBytes): the groups split, the last of two vectors (30 columns).
+  static_assert(PackedGemm::kRowSplitBytes < 512 * 1008 * int64_t{sizeof(float)});
+  check_product({64, 256, 272, 272}, true, {"Relu", {}}, CpuIsa::Avx512);
+  check_product({130, 512, 990, 992}, true, {"Relu", {}}, CpuIsa::Avx512);
 }
 
 TEST(PackedGemm, TakesALargeAInChunksOfRows) {
