@@ -18,6 +18,9 @@ struct KernelFlags {
   // The output is input 0 reinterpreted (Reshape, Squeeze, Identity, ...): the planner
   // gives both the same bytes and skips running the kernel.
   bool output_aliases_input0 = false;
+  // The same, only where output 0 has input 0's type (a Cast to the type it has, which
+  // transformers' exports write around every norm): else the kernel runs.
+  bool aliases_input0_of_its_type = false;
   // The kernel sizes and allocates its own outputs (If, Loop, Scan: only running the
   // body tells); such nodes always run eagerly, and their schema raises
   // DataDependentShape so the planner sends them there.
@@ -31,6 +34,9 @@ struct KernelFlags {
   // writes the same element.
   bool overwrites_any_input = false;
 };
+
+// Cast and CastLike on every device: no step where the type does not change.
+inline constexpr KernelFlags kToItsOwnType{.aliases_input0_of_its_type = true};
 
 struct KernelEntry {
   std::string op_type;

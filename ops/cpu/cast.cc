@@ -41,7 +41,7 @@ std::unique_ptr<Kernel> make_cast_like(KernelInit& init, std::string* why_not) {
 
 // Opset 1 names `to` by a string; 6+ by number. 19+ add `saturate` (float8 only) and
 // 24+ `round_mode` (Float8E8M0 only), both handled in cast_small_floats.cc.
-EMBER_KERNEL("Cast", "", 6, kMaxOpset, DeviceKind::Cpu, make_cast);
-EMBER_KERNEL("CastLike", "", 15, kMaxOpset, DeviceKind::Cpu, make_cast_like);
+EMBER_KERNEL_FLAGS("Cast", "", 6, kMaxOpset, DeviceKind::Cpu, make_cast, kToItsOwnType);
+EMBER_KERNEL_FLAGS("CastLike", "", 15, kMaxOpset, DeviceKind::Cpu, make_cast_like, kToItsOwnType);
 
 }  // namespace ember

@@ -82,7 +82,7 @@ std::unique_ptr<Kernel> make_cast_like(KernelInit& init, std::string* why_not) {
 EMBER_KERNEL("Where", "", 9, kMaxOpset, DeviceKind::Cuda, make_where);
 // Opset 1 names `to` by a string; 6+ by number. 19+ add `saturate` and 24+ `round_mode`,
 // which concern only the float8 types (declined here).
-EMBER_KERNEL("Cast", "", 6, kMaxOpset, DeviceKind::Cuda, make_cast);
-EMBER_KERNEL("CastLike", "", 15, kMaxOpset, DeviceKind::Cuda, make_cast_like);
+EMBER_KERNEL_FLAGS("Cast", "", 6, kMaxOpset, DeviceKind::Cuda, make_cast, kToItsOwnType);
+EMBER_KERNEL_FLAGS("CastLike", "", 15, kMaxOpset, DeviceKind::Cuda, make_cast_like, kToItsOwnType);
 
 }  // namespace ember::cuda

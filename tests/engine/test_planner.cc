@@ -460,6 +460,42 @@ TEST(Executor, SteadyStateRunAllocatesNothing) {
   EXPECT_EQ(f.test_device.allocations, arenas_before);
 }
 
+// A Cast to the type its input has is its input (kToItsOwnType): no step, the same
+// bytes. One that changes the type runs, as does one whose output is a graph output.
+TEST(Planner, ACastToItsOwnTypeIsItsInput) {
+  Fixture f;
+  auto cast = [](const char* in, const char* out, DType to) {
+    Node n = node("Cast", {in}, out);
+    n.domain.clear();
+    n.attributes.set_int("to", static_cast<int64_t>(to));
+    return n;
+  };
+  Graph g;
+  g.opset_imports[""] = 13;
+  g.opset_imports[kDomain] = 1;
+  g.inputs.push_back({"x", DType::Float32, {{4}}, true});
+  g.nodes = {cast("x", "same", DType::Float32), node("Scale2", {"same"}, "c"), cast("c", "wide", DType::Float64),
+             cast("x", "out", DType::Float32)};
+  for (const char* out : {"c", "wide", "out"}) g.outputs.push_back({out, DType::Undefined, {}, false});
+  const std::vector<Shape> shapes = {{4}};
+  std::vector<Backend*> cpu_only = {f.cpu.get()};
+  auto plan = build_plan(g, shapes, cpu_only, f.weights, {});
+  std::vector<std::string> labels;
+  for (const auto& s : plan->steps) labels.push_back(s.node_label);
+  EXPECT_EQ(labels, (std::vector<std::string>{"Scale2 'c_node'", "Cast 'wide_node'", "Cast 'out_node'"}));
+
+  Tensor x(DType::Float32, {4});
+  for (int i = 0; i < 4; ++i) x.data_as<float>()[i] = 1.5f * i - 2.f;
+  std::vector<Tensor> outs = {Tensor(DType::Float32, {4}), Tensor(DType::Float64, {4}), Tensor(DType::Float32, {4})};
+  RunContext ctx(cpu_only);
+  ctx.run(*plan, std::span<const Tensor>(&x, 1), outs, RunSettings{});
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(outs[0].data_as<float>()[i], 2.f * x.data_as<float>()[i]);
+    EXPECT_EQ(outs[1].data_as<double>()[i], 2.0 * x.data_as<float>()[i]);
+    EXPECT_EQ(outs[2].data_as<float>()[i], x.data_as<float>()[i]);
+  }
+}
+
 TEST(Planner, UnsupportedOpsAreListedAllAtOnce) {
   Fixture f;
   Graph g = mixed_graph();
