@@ -174,6 +174,7 @@ void optimize_graph(Graph& graph, const NodeEvaluator& evaluate, bool for_cpu, b
   fuse_gelu(graph);
   fuse_rms_norm(graph);
   if (for_cpu) fuse_channel_shuffle(graph);  // before its Reshapes move; CUDA has no kernel for it
+  if (for_cpu) fuse_rotate_half(graph);      // CUDA has no kernel for it either
   sink_reshapes(graph);
   simplify_transposes(graph, /*through_scalar_mul=*/for_cpu);
   // The CPU has no fused attention kernel: its attention is oneDNN matmuls reading

@@ -66,6 +66,10 @@ int fuse_attention(Graph& graph);
 // float32 Casts around it, then the weight) becomes com.ember RMSNormalization (with its
 // decomposition): one pass, and row statistics in float32 in every precision.
 int fuse_rms_norm(Graph& graph);
+// Rotary position embedding as transformers writes it, x * cos + rotate_half(x) * sin
+// with rotate_half as Slice/Slice/Neg/Concat, becomes com.ember RotateHalfEmbedding (with
+// its decomposition): one pass instead of seven nodes.
+int fuse_rotate_half(Graph& graph);
 // ShuffleNet's channel shuffle, Reshape [N, g, C/g, H, W] -> Transpose [0, 2, 1, 3, 4]
 // -> Reshape [N, C, H, W] on an x declared [N, C, H, W], becomes com.ember
 // ChannelShuffle (with its decomposition), which the CPU's layouts carry channels-last.
