@@ -87,6 +87,15 @@ std::vector<TensorType> infer_same_as_input0(const InferContext& ctx) {
   return {ctx.input(0)};
 }
 
+bool broadcasts_onto(const Shape& from, const Shape& to) {
+  if (from.size() > to.size()) return false;
+  for (size_t i = 0; i < from.size(); ++i) {
+    const int64_t f = from[from.size() - 1 - i], t = to[to.size() - 1 - i];
+    if (f != t && f != 1) return false;
+  }
+  return true;
+}
+
 Shape broadcast_shapes(const Shape& a, const Shape& b, const InferContext& ctx) {
   const size_t rank = std::max(a.size(), b.size());
   Shape out(rank);

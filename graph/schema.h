@@ -117,6 +117,8 @@ std::vector<TensorType> infer_step(const InferContext& ctx, const char* op_type,
                                    const std::vector<TensorType>& inputs, Attributes attributes = {});
 // Numpy-style multidirectional broadcast; raises naming the node when shapes clash.
 Shape broadcast_shapes(const Shape& a, const Shape& b, const InferContext& ctx);
+// Whether `from` broadcasts onto `to` (numpy rules) without widening it.
+bool broadcasts_onto(const Shape& from, const Shape& to);
 
 #define EMBER_SCHEMA_CONCAT2(a, b) a##b
 #define EMBER_SCHEMA_CONCAT(a, b) EMBER_SCHEMA_CONCAT2(a, b)

@@ -180,6 +180,7 @@ void optimize_graph(Graph& graph, const NodeEvaluator& evaluate, bool for_cpu, b
   // The CPU has no fused attention kernel: its attention is oneDNN matmuls reading
   // strided operands (fold_matmul_transposes), faster than a fused loop.
   if (!for_cpu) fuse_attention(graph);
+  if (for_cpu) fuse_masked_softmax(graph);  // the CPU's attention, unfused, in fewer passes
   fuse_bias_activation(graph, for_cpu);
   fuse_add_layer_norm(graph);  // after the conv epilogues have taken their residual Adds
   if (for_cpu && blocked) {

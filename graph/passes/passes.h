@@ -70,6 +70,10 @@ int fuse_rms_norm(Graph& graph);
 // with rotate_half as Slice/Slice/Neg/Concat, becomes com.ember RotateHalfEmbedding (with
 // its decomposition): one pass instead of seven nodes.
 int fuse_rotate_half(Graph& graph);
+// Softmax(scores [* or / a constant] + mask) over the last axis, and transformers'
+// Where(IsNaN(p), 0, p) after it, becomes com.ember MaskedSoftmax (with its
+// decomposition): one pass over the attention scores instead of up to four.
+int fuse_masked_softmax(Graph& graph);
 // ShuffleNet's channel shuffle, Reshape [N, g, C/g, H, W] -> Transpose [0, 2, 1, 3, 4]
 // -> Reshape [N, C, H, W] on an x declared [N, C, H, W], becomes com.ember
 // ChannelShuffle (with its decomposition), which the CPU's layouts carry channels-last.

@@ -36,16 +36,6 @@ bool one_integer(const Tensor* t, int64_t* out) {
   return true;
 }
 
-// Whether `from` broadcasts onto `to` (numpy rules) without widening it.
-bool broadcasts_onto(const Shape& from, const Shape& to) {
-  if (from.size() > to.size()) return false;
-  for (size_t i = 0; i < from.size(); ++i) {
-    const int64_t f = from[from.size() - 1 - i], t = to[to.size() - 1 - i];
-    if (f != t && f != 1) return false;
-  }
-  return true;
-}
-
 }  // namespace
 
 bool rotate_half_fused_for(const Node& node, const Shape& x, const Shape& cos, const Shape& sin,

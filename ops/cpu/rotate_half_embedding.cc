@@ -4,41 +4,13 @@
 // Float32; elsewhere, and where the node is not exact as one pass, it declines and the
 // planner runs the seven nodes it was fused from.
 #include "graph/schemas/rotate_half_embedding.h"
+#include "ops/cpu/broadcast_rows.h"
 #include "ops/cpu/parallel.h"
 #include "ops/registry.h"
-
-#include <vector>
 
 namespace ember {
 
 namespace {
-
-// For each of X's axes but the last: how many rows of X one step along it is, and how
-// many rows of an operand broadcast onto X (0 where the operand's dim is 1 or absent).
-struct RowSteps {
-  std::vector<int64_t> dims, x_rows, operand_rows;
-
-  RowSteps(const Shape& x, const Shape& operand) {
-    const size_t outer = x.size() - 1, lead = x.size() - operand.size();
-    dims.assign(x.begin(), x.end() - 1);
-    x_rows.assign(outer, 1);
-    operand_rows.assign(outer, 0);
-    for (size_t a = outer; a-- > 1;) x_rows[a - 1] = x_rows[a] * dims[a];
-    int64_t rows = 1;
-    for (size_t a = outer; a-- > lead;) {
-      const int64_t dim = operand[a - lead];
-      operand_rows[a] = dim == 1 ? 0 : rows;
-      rows *= dim;
-    }
-  }
-
-  // The operand's row for row `row` of X.
-  int64_t operand_row(int64_t row) const {
-    int64_t at = 0;
-    for (size_t a = 0; a < dims.size(); ++a) at += row / x_rows[a] % dims[a] * operand_rows[a];
-    return at;
-  }
-};
 
 class RotateHalfKernel final : public Kernel {
  public:
@@ -67,7 +39,7 @@ class RotateHalfKernel final : public Kernel {
     for (int64_t j = rest; j < split_.width; ++j) y[j] = x[j] * c[j] + x[j - rest] * s[j];
   }
 
-  RowSteps cos_, sin_;
+  BroadcastRows cos_, sin_;
   RotateHalfSplit split_;
   int64_t rows_;
 };

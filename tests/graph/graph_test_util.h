@@ -1,11 +1,13 @@
 // Helpers the graph tests share: random float tensors, scalar initializers, running a
-// graph node by node. Nodes
+// graph node by node, asking whether the CPU's kernel takes a fused node. Nodes
 // (make_node with named inputs and outputs, "<output>_node") and the rest come from
 // tests/test_util.h.
 #pragma once
 
 #include "graph/graph.h"
+#include "graph/schema.h"
 #include "ops/evaluate.h"
+#include "ops/registry.h"
 #include "test_util.h"
 
 #include <ember/core/tensor.h>
@@ -69,6 +71,16 @@ inline std::vector<Tensor> run_node_by_node(const Graph& g, const std::vector<Te
   std::vector<Tensor> outs;
   for (const auto& o : g.outputs) outs.push_back(env.at(o.name));
   return outs;
+}
+
+// Whether the CPU's kernel for `node` takes these inputs (all known at plan time), and
+// if not, why: a fused node it declines runs as its decomposition, which computes the
+// same, so comparing outputs alone cannot tell.
+inline bool cpu_kernel_takes(const Node& node, const std::vector<const Tensor*>& inputs, std::string* why_not) {
+  std::vector<TensorType> types;
+  for (const Tensor* t : inputs) types.push_back({t->dtype(), t->shape()});
+  KernelInit init{node, 1, Device{}, types, inputs, infer_node(node, 1, types, inputs)};
+  return find_kernels(node.domain, node.op_type, 1, DeviceKind::Cpu).at(0)->factory(init, why_not) != nullptr;
 }
 
 }  // namespace ember::test

@@ -5,8 +5,6 @@
 // as the seven nodes; and what is not the pattern is left alone.
 #include "graph/passes/graph_edit.h"
 #include "graph/passes/passes.h"
-#include "graph/schema.h"
-#include "ops/registry.h"
 
 #include <gtest/gtest.h>
 
@@ -18,6 +16,7 @@ namespace ember {
 namespace {
 
 using test::count_ops;
+using test::cpu_kernel_takes;
 using test::expect_close;
 using test::make_node;
 using test::random_tensor;
@@ -67,14 +66,6 @@ Graph rotary(int64_t divisor = 2, int64_t slice_axis = 3, int64_t concat_axis = 
 std::vector<Tensor> rotary_inputs(std::mt19937& rng) {
   return {random_tensor({kBatch, kHeads, kSequence, kWidth}, rng), random_tensor({1, 1, kSequence, kWidth}, rng),
           random_tensor({1, 1, kSequence, kWidth}, rng)};
-}
-
-// Whether the CPU's kernel for `node` takes these inputs (all known at plan time).
-bool cpu_kernel_takes(const Node& node, const std::vector<const Tensor*>& inputs, std::string* why_not) {
-  std::vector<TensorType> types;
-  for (const Tensor* t : inputs) types.push_back({t->dtype(), t->shape()});
-  KernelInit init{node, 1, Device{}, types, inputs, infer_node(node, 1, types, inputs)};
-  return find_kernels(node.domain, node.op_type, 1, DeviceKind::Cpu).at(0)->factory(init, why_not) != nullptr;
 }
 
 // The kernel computes x c - x[j + h] s and x c + x[j - h] s in float32 as the two Muls
