@@ -116,19 +116,10 @@ class RotateHalfMatcher {
 }  // namespace
 
 int fuse_rotate_half(Graph& graph) {
-  std::vector<bool> dead(graph.nodes.size(), false);
-  std::vector<Node> fused_nodes;
   const RotateHalfMatcher matcher(graph);
-  for (size_t i = 0; i < graph.nodes.size(); ++i) {
-    Node fused;
-    std::vector<int> matched;
-    if (!matcher.match(static_cast<int>(i), &fused, &matched)) continue;
-    if (std::any_of(matched.begin(), matched.end(), [&](int m) { return dead[m]; })) continue;
-    attach_decomposition(graph, matched, fused);
-    for (int m : matched) dead[m] = true;
-    fused_nodes.push_back(std::move(fused));
-  }
-  return replace_with_fused(graph, dead, std::move(fused_nodes));
+  return fuse_matches(graph, [&](int i, Node* fused, std::vector<int>* matched) {
+    return matcher.match(i, fused, matched);
+  });
 }
 
 }  // namespace ember

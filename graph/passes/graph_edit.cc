@@ -1,9 +1,9 @@
 #include "graph/passes/graph_edit.h"
 
-#include <algorithm>
 #include "graph/passes/passes.h"  // kDecompositionAttribute
 #include "graph/schema.h"
 
+#include <algorithm>
 #include <memory>
 
 namespace ember {
@@ -94,6 +94,21 @@ int replace_with_fused(Graph& graph, const std::vector<bool>& dead, std::vector<
   for (Node& n : fused) graph.nodes.push_back(std::move(n));
   topological_sort(graph);
   return static_cast<int>(fused.size());
+}
+
+int fuse_matches(Graph& graph, const NodeMatch& match) {
+  std::vector<bool> dead(graph.nodes.size(), false);
+  std::vector<Node> fused_nodes;
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    Node fused;
+    std::vector<int> matched;
+    if (!match(static_cast<int>(i), &fused, &matched)) continue;
+    if (std::any_of(matched.begin(), matched.end(), [&](int m) { return dead[m]; })) continue;
+    attach_decomposition(graph, matched, fused);
+    for (int m : matched) dead[m] = true;
+    fused_nodes.push_back(std::move(fused));
+  }
+  return replace_with_fused(graph, dead, std::move(fused_nodes));
 }
 
 Node new_node(const std::string& name, const std::string& op_type, std::vector<std::string> inputs,

@@ -3,6 +3,7 @@
 
 #include "graph/graph.h"
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -63,6 +64,13 @@ void erase_nodes(Graph& graph, const std::vector<bool>& dead);
 // come in (the domain imported), and the graph is sorted again. Returns how many were
 // fused.
 int replace_with_fused(Graph& graph, const std::vector<bool>& dead, std::vector<Node> fused);
+
+// A fusion pass whose matches start at one node each: `match(i, &fused, &matched)` from
+// every node i in turn, the fused node and the indices of the nodes it replaces; a match
+// sharing a node with an earlier one is dropped. Each fused node gets its decomposition
+// (attach_decomposition), then replace_with_fused. Returns how many were fused.
+using NodeMatch = std::function<bool(int node, Node* fused, std::vector<int>* matched)>;
+int fuse_matches(Graph& graph, const NodeMatch& match);
 
 }  // namespace ember
 
