@@ -15,17 +15,22 @@
 
 #include "graph/schema.h"
 
+#include <string>
+
 namespace ember {
 
 namespace {
 
+// Rows of one or more entries: an empty last axis runs as the nodes.
 bool broadcasts_along_rows(const Shape& mask, const Shape& scores) {
-  return !scores.empty() && !mask.empty() && mask.back() == scores.back() && broadcasts_onto(mask, scores);
+  return !scores.empty() && !mask.empty() && scores.back() > 0 && mask.back() == scores.back() &&
+         broadcasts_onto(mask, scores);
 }
 
 // The scores' type: exact where masked_softmax_scores finds them, and no kernel takes the
 // node where it does not.
 std::vector<TensorType> infer_masked_softmax(const InferContext& ctx) {
+  if (ctx.num_inputs() != 2) ctx.fail("takes 2 inputs (X, Mask), got " + std::to_string(ctx.num_inputs()));
   return {ctx.input(masked_softmax_scores(ctx.node, ctx.input(0).shape, ctx.input(1).shape) == 1 ? 1 : 0)};
 }
 

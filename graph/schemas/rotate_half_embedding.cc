@@ -17,6 +17,7 @@
 #include "graph/schema.h"
 
 #include <algorithm>
+#include <string>
 
 namespace ember {
 
@@ -57,8 +58,18 @@ bool rotate_half_fused_for(const Node& node, const Shape& x, const Shape& cos, c
   return true;
 }
 
+namespace {
+
 // X's type: exact where rotate_half_fused_for holds, and no kernel takes the node where
 // it does not.
-EMBER_SCHEMA("RotateHalfEmbedding", "com.ember", infer_same_as_input0);
+std::vector<TensorType> infer_rotate_half_embedding(const InferContext& ctx) {
+  if (ctx.num_inputs() != 5)
+    ctx.fail("takes 5 inputs (X, Cos, Sin, FirstEnd, SecondStart), got " + std::to_string(ctx.num_inputs()));
+  return {ctx.input(0)};
+}
+
+}  // namespace
+
+EMBER_SCHEMA("RotateHalfEmbedding", "com.ember", infer_rotate_half_embedding);
 
 }  // namespace ember

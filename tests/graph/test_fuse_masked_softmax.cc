@@ -128,6 +128,21 @@ TEST(FuseMaskedSoftmax, OperandsThatWidenEachOtherRunAsTheNodes) {
   in[1] = inputs(kScores, rng)[1];
   EXPECT_TRUE(cpu_kernel_takes(fused_node(g), {&in[1], &in[0]}, &why_not)) << why_not;
   expect_close(run_node_by_node(g, in)[0], run_node_by_node(original, in)[0], 0);
+  // Rows of no entries: no row to normalize, the nodes run.
+  const Tensor empty_scores(DType::Float32, {kBatch, kHeads, kRows, 0}), empty_mask(DType::Float32, {1, 1, kRows, 0});
+  EXPECT_FALSE(cpu_kernel_takes(fused_node(g), {&empty_mask, &empty_scores}, &why_not));
+  EXPECT_EQ(run_node_by_node(g, {empty_scores, empty_mask})[0].shape(), empty_scores.shape());
+}
+
+TEST(FuseMaskedSoftmax, TheFusedOpWithoutItsMaskIsAClearError) {
+  Node n = make_node("MaskedSoftmax", {"x"}, {"y"});
+  n.domain = "com.ember";
+  try {
+    infer_node(n, 1, {TensorType{DType::Float32, {2, 8}}}, {nullptr});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("takes 2 inputs"), std::string::npos) << e.what();
+  }
 }
 
 TEST(FuseMaskedSoftmax, OtherFormsAndReadersAreLeftAlone) {

@@ -138,6 +138,20 @@ TEST(FuseRotateHalf, WhatTheKernelCannotTakeRunsAsTheSevenNodes) {
   expect_close(run_node_by_node(fused, full)[0], run_node_by_node(wide, full)[0], kTolerance);
 }
 
+// The op as a model may write it: too few inputs is an error that names the node, not
+// a kernel reading past its inputs.
+TEST(FuseRotateHalf, TheFusedOpWithTooFewInputsIsAClearError) {
+  Node n = make_node("RotateHalfEmbedding", {"x", "cos", "sin"}, {"y"});
+  n.domain = "com.ember";
+  const TensorType x{DType::Float32, {2, 8}};
+  try {
+    infer_node(n, 1, {x, x, x}, {nullptr, nullptr, nullptr});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("takes 5 inputs"), std::string::npos) << e.what();
+  }
+}
+
 TEST(FuseRotateHalf, OtherFormsAndReadersAreLeftAlone) {
   {
     SCOPED_TRACE("the negated half read elsewhere too");
