@@ -37,6 +37,14 @@ bool one_integer(const Tensor* t, int64_t* out) {
   return true;
 }
 
+// X's type: exact where rotate_half_fused_for holds, and no kernel takes the node where
+// it does not.
+std::vector<TensorType> infer_rotate_half_embedding(const InferContext& ctx) {
+  if (ctx.num_inputs() != 5)
+    ctx.fail("takes 5 inputs (X, Cos, Sin, FirstEnd, SecondStart), got " + std::to_string(ctx.num_inputs()));
+  return {ctx.input(0)};
+}
+
 }  // namespace
 
 bool rotate_half_fused_for(const Node& node, const Shape& x, const Shape& cos, const Shape& sin,
@@ -57,18 +65,6 @@ bool rotate_half_fused_for(const Node& node, const Shape& x, const Shape& cos, c
   *split = {width, half};
   return true;
 }
-
-namespace {
-
-// X's type: exact where rotate_half_fused_for holds, and no kernel takes the node where
-// it does not.
-std::vector<TensorType> infer_rotate_half_embedding(const InferContext& ctx) {
-  if (ctx.num_inputs() != 5)
-    ctx.fail("takes 5 inputs (X, Cos, Sin, FirstEnd, SecondStart), got " + std::to_string(ctx.num_inputs()));
-  return {ctx.input(0)};
-}
-
-}  // namespace
 
 EMBER_SCHEMA("RotateHalfEmbedding", "com.ember", infer_rotate_half_embedding);
 
