@@ -507,9 +507,9 @@ void PlanBuilder::place(const Node& node, Choice choice, std::vector<int> in_ids
     if (id >= 0) id = on_device(id, device);
 
   const KernelFlags& flags = choice.entry->flags;
-  const bool same_type = in_ids[0] >= 0 && !out_types.empty() && out_types[0] == plan_->values[in_ids[0]].type;
-  const bool alias = (flags.output_aliases_input0 || (flags.aliases_input0_of_its_type && same_type)) &&
-                     in_ids[0] >= 0 && !is_graph_output(node.outputs[0]);
+  const bool alias = in_ids[0] >= 0 && !is_graph_output(node.outputs[0]) &&
+                     (flags.output_aliases_input0 ||
+                      (flags.aliases_input0_of_its_type && out_types[0] == plan_->values[in_ids[0]].type));
   std::vector<int> out_ids;
   for (size_t i = 0; i < node.outputs.size(); ++i) {
     if (node.outputs[i].empty() || !out_types[i].present()) {

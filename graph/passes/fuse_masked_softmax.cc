@@ -25,14 +25,13 @@ bool is(const Node& n, const char* op) { return n.op_type == op && n.domain.empt
 
 class MaskedSoftmaxMatcher {
  public:
-  explicit MaskedSoftmaxMatcher(const Graph& graph)
-      : graph_(graph), consumers_(graph), produced_(producers(graph)) {}
+  explicit MaskedSoftmaxMatcher(const Graph& graph) : graph_(graph), links_(graph) {}
 
   // From a Softmax: the fused node and the indices of the nodes it replaces.
   bool match(int softmax_i, Node* fused, std::vector<int>* matched) const {
     const Node& softmax = graph_.nodes[softmax_i];
     if (!is(softmax, "Softmax") || softmax.attributes.get_int_or("axis", 1) != -1) return false;
-    const int add_i = sole_producer(softmax.inputs[0], softmax_i, "Add");
+    const int add_i = links_.sole_producer(softmax.inputs[0], softmax_i, "Add");
     if (add_i < 0 || graph_.nodes[add_i].inputs.size() != 2) return false;
     const Node& add = graph_.nodes[add_i];
     matched->assign({add_i, softmax_i});
@@ -41,7 +40,7 @@ class MaskedSoftmaxMatcher {
     float scale = 1.f;
     bool divides = false;
     for (int side : {0, 1}) {
-      const int scale_i = sole_producer(add.inputs[side], add_i, nullptr);
+      const int scale_i = links_.sole_producer(add.inputs[side], add_i);
       std::string x;
       if (scale_i >= 0 && scaled(graph_.nodes[scale_i], &x, &scale, &divides)) {
         matched->push_back(scale_i);
@@ -65,15 +64,6 @@ class MaskedSoftmaxMatcher {
   }
 
  private:
-  // The node making `value`, which `reader` alone reads (of type `op` if given), or -1.
-  int sole_producer(const std::string& value, int reader, const char* op) const {
-    auto p = produced_.find(value);
-    if (p == produced_.end() || (op && !is(graph_.nodes[p->second], op)) || !consumers_.single_reader(value) ||
-        consumers_.of(value)[0] != reader)
-      return -1;
-    return p->second;
-  }
-
   // Div(x, c), Mul(x, c) or Mul(c, x) with c a float constant of one value.
   bool scaled(const Node& n, std::string* x, float* scale, bool* divides) const {
     if (n.inputs.size() != 2) return false;
@@ -93,14 +83,15 @@ class MaskedSoftmaxMatcher {
   // p read by IsNaN(p) and Where(IsNaN(p), +0, p) alone: the Where's output in *out.
   bool nan_guard(int softmax_i, std::string* out, std::vector<int>* matched) const {
     const std::string& p = graph_.nodes[softmax_i].outputs[0];
-    const std::vector<int>& readers = consumers_.of(p);
+    const Consumers& consumers = links_.consumers();
+    const std::vector<int>& readers = consumers.of(p);
     if (readers.size() != 2 || readers[0] < 0 || readers[1] < 0) return false;
     const bool isnan_first = is(graph_.nodes[readers[0]], "IsNaN");
     const int isnan_i = isnan_first ? readers[0] : readers[1], where_i = isnan_first ? readers[1] : readers[0];
     const Node &isnan = graph_.nodes[isnan_i], &where = graph_.nodes[where_i];
     float zero = 1.f;
     if (!is(isnan, "IsNaN") || !is(where, "Where") || where.inputs.size() != 3 ||
-        !consumers_.single_reader(isnan.outputs[0]) || where.inputs[0] != isnan.outputs[0] || where.inputs[2] != p ||
+        !consumers.single_reader(isnan.outputs[0]) || where.inputs[0] != isnan.outputs[0] || where.inputs[2] != p ||
         !scalar_constant(graph_, where.inputs[1], &zero) || zero != 0.f || std::signbit(zero))
       return false;
     matched->insert(matched->end(), {isnan_i, where_i});
@@ -109,17 +100,11 @@ class MaskedSoftmaxMatcher {
   }
 
   const Graph& graph_;
-  Consumers consumers_;
-  std::unordered_map<std::string, int> produced_;
+  Neighbours links_;
 };
 
 }  // namespace
 
-int fuse_masked_softmax(Graph& graph) {
-  const MaskedSoftmaxMatcher matcher(graph);
-  return fuse_matches(graph, [&](int i, Node* fused, std::vector<int>* matched) {
-    return matcher.match(i, fused, matched);
-  });
-}
+int fuse_masked_softmax(Graph& graph) { return fuse_matches<MaskedSoftmaxMatcher>(graph); }
 
 }  // namespace ember

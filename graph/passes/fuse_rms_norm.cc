@@ -34,7 +34,7 @@ bool is_cast_to_float(const Node& n) {
 
 class RmsNormMatcher {
  public:
-  explicit RmsNormMatcher(const Graph& graph) : graph_(graph), consumers_(graph), produced_(producers(graph)) {}
+  explicit RmsNormMatcher(const Graph& graph) : graph_(graph), links_(graph) {}
 
   // From a ReduceMean: the fused node and the indices of the nodes it replaces.
   bool match(int mean_i, Node* fused, std::vector<int>* matched) const {
@@ -43,26 +43,26 @@ class RmsNormMatcher {
     matched->assign({mean_i});
     std::string xf;
     if (!square_of(mean.inputs[0], &xf, matched)) return false;
-    const int add_i = sole_reader(mean.outputs[0], "Add");
+    const int add_i = links_.sole_reader(mean.outputs[0], "Add");
     float epsilon = 0;
     if (add_i < 0 || !constant_operand(graph_.nodes[add_i], mean.outputs[0], &epsilon)) return false;
-    const int sqrt_i = sole_reader(graph_.nodes[add_i].outputs[0], "Sqrt");
+    const int sqrt_i = links_.sole_reader(graph_.nodes[add_i].outputs[0], "Sqrt");
     if (sqrt_i < 0) return false;
     matched->insert(matched->end(), {add_i, sqrt_i});
     // transformers' T5 divides the value before its upcast, not the upcast copy.
-    const int up_i = producer(xf);
+    const int up_i = links_.producer(xf);
     const bool upcast = up_i >= 0 && is_cast_to_float(graph_.nodes[up_i]);
     const std::string before_upcast = upcast ? graph_.nodes[up_i].inputs[0] : xf;
     std::string normalized, numerator;
     if (!divided_by({xf, before_upcast}, graph_.nodes[sqrt_i].outputs[0], &normalized, &numerator, matched))
       return false;
-    const int down_i = single_reader_index(normalized);
+    const int down_i = links_.sole_reader(normalized);
     const bool down_cast = down_i >= 0 && is_cast_to_float(graph_.nodes[down_i]);
     if (down_cast) {
       matched->push_back(down_i);
       normalized = graph_.nodes[down_i].outputs[0];
     }
-    const int scale_i = sole_reader(normalized, "Mul");
+    const int scale_i = links_.sole_reader(normalized, "Mul");
     if (scale_i < 0 || graph_.nodes[scale_i].inputs.size() != 2) return false;
     const Node& scale = graph_.nodes[scale_i];
     const std::string& weight = scale.inputs[0] == normalized ? scale.inputs[1] : scale.inputs[0];
@@ -76,7 +76,7 @@ class RmsNormMatcher {
     std::string x = xf;
     if (upcast && (down_cast || numerator == before_upcast)) {
       x = before_upcast;
-      const auto& readers = consumers_.of(xf);
+      const auto& readers = links_.consumers().of(xf);
       if (std::all_of(readers.begin(), readers.end(), [&](int r) {
             return std::find(matched->begin(), matched->end(), r) != matched->end();
           }))
@@ -94,19 +94,6 @@ class RmsNormMatcher {
   }
 
  private:
-  int producer(const std::string& value) const {
-    auto p = produced_.find(value);
-    return p == produced_.end() ? -1 : p->second;
-  }
-  int single_reader_index(const std::string& value) const {
-    return consumers_.single_reader(value) ? consumers_.of(value)[0] : -1;
-  }
-  // The node of type `op` that alone reads `value`, or -1.
-  int sole_reader(const std::string& value, const char* op) const {
-    const int i = single_reader_index(value);
-    return i >= 0 && is(graph_.nodes[i], op) ? i : -1;
-  }
-
   // ReduceMean over the last axis, keeping it: axes [-1] as the attribute (before
   // opset 18) or the constant second input.
   bool reduces_last_axis(const Node& mean) const {
@@ -122,8 +109,8 @@ class RmsNormMatcher {
 
   // `sq` = Pow(xf, 2) or Mul(xf, xf), read only by the mean.
   bool square_of(const std::string& sq, std::string* xf, std::vector<int>* matched) const {
-    const int i = producer(sq);
-    if (i < 0 || !consumers_.single_reader(sq)) return false;
+    const int i = links_.producer(sq);
+    if (i < 0 || !links_.consumers().single_reader(sq)) return false;
     const Node& n = graph_.nodes[i];
     float exponent = 0;
     if (is(n, "Pow") && n.inputs.size() == 2 && scalar_constant(graph_, n.inputs[1], &exponent) && exponent == 2.0f)
@@ -152,7 +139,7 @@ class RmsNormMatcher {
       if (found) *numerator = v;
       return found;
     };
-    const int i = single_reader_index(s);
+    const int i = links_.sole_reader(s);
     if (i < 0) return false;
     const Node& n = graph_.nodes[i];
     if (is(n, "Div") && n.inputs.size() == 2 && n.inputs[1] == s && numerator_of(n.inputs[0])) {
@@ -164,7 +151,7 @@ class RmsNormMatcher {
     const bool reciprocal = (is(n, "Reciprocal") && n.inputs.size() == 1) ||
                             (is(n, "Div") && n.inputs.size() == 2 && n.inputs[1] == s &&
                              scalar_constant(graph_, n.inputs[0], &one) && one == 1.0f);
-    const int mul_i = reciprocal ? sole_reader(n.outputs[0], "Mul") : -1;
+    const int mul_i = reciprocal ? links_.sole_reader(n.outputs[0], "Mul") : -1;
     if (mul_i < 0) return false;
     const Node& mul = graph_.nodes[mul_i];
     if (mul.inputs.size() != 2 || !numerator_of(mul.inputs[0] == n.outputs[0] ? mul.inputs[1] : mul.inputs[0]))
@@ -175,17 +162,11 @@ class RmsNormMatcher {
   }
 
   const Graph& graph_;
-  Consumers consumers_;
-  std::unordered_map<std::string, int> produced_;
+  Neighbours links_;
 };
 
 }  // namespace
 
-int fuse_rms_norm(Graph& graph) {
-  const RmsNormMatcher matcher(graph);
-  return fuse_matches(graph, [&](int i, Node* fused, std::vector<int>* matched) {
-    return matcher.match(i, fused, matched);
-  });
-}
+int fuse_rms_norm(Graph& graph) { return fuse_matches<RmsNormMatcher>(graph); }
 
 }  // namespace ember

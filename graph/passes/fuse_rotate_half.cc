@@ -23,16 +23,16 @@ bool is(const Node& n, const char* op) { return n.op_type == op && n.domain.empt
 
 class RotateHalfMatcher {
  public:
-  explicit RotateHalfMatcher(const Graph& graph) : graph_(graph), consumers_(graph), produced_(producers(graph)) {}
+  explicit RotateHalfMatcher(const Graph& graph) : graph_(graph), links_(graph) {}
 
   // From a Concat: the fused node and the indices of the nodes it replaces.
   bool match(int concat_i, Node* fused, std::vector<int>* matched) const {
     const Node& concat = graph_.nodes[concat_i];
     if (!is(concat, "Concat") || concat.inputs.size() != 2) return false;
-    const int neg_i = sole_producer(concat.inputs[0], concat_i, "Neg");
-    const int first_i = sole_producer(concat.inputs[1], concat_i, "Slice");
+    const int neg_i = links_.sole_producer(concat.inputs[0], concat_i, "Neg");
+    const int first_i = links_.sole_producer(concat.inputs[1], concat_i, "Slice");
     if (neg_i < 0 || first_i < 0) return false;
-    const int second_i = sole_producer(graph_.nodes[neg_i].inputs[0], neg_i, "Slice");
+    const int second_i = links_.sole_producer(graph_.nodes[neg_i].inputs[0], neg_i, "Slice");
     if (second_i < 0) return false;
     const Node &first = graph_.nodes[first_i], &second = graph_.nodes[second_i];
     const std::string& x = first.inputs[0];
@@ -41,13 +41,13 @@ class RotateHalfMatcher {
         axis != second_axis || !is_ints(first.inputs[1], {0}) || !one_constant(second.inputs[2], &second_end))
       return false;
 
-    const int scaled_i = sole_reader(concat.outputs[0], "Mul");
+    const int scaled_i = links_.sole_reader(concat.outputs[0], "Mul");
     if (scaled_i < 0) return false;
     const std::string sin = other_operand(graph_.nodes[scaled_i], concat.outputs[0]);
-    const int add_i = sole_reader(graph_.nodes[scaled_i].outputs[0], "Add");
+    const int add_i = links_.sole_reader(graph_.nodes[scaled_i].outputs[0], "Add");
     if (sin.empty() || add_i < 0) return false;
-    const int direct_i = sole_producer(other_operand(graph_.nodes[add_i], graph_.nodes[scaled_i].outputs[0]), add_i,
-                                       "Mul");
+    const std::string direct = other_operand(graph_.nodes[add_i], graph_.nodes[scaled_i].outputs[0]);
+    const int direct_i = links_.sole_producer(direct, add_i, "Mul");
     if (direct_i < 0) return false;
     const std::string cos = other_operand(graph_.nodes[direct_i], x);
     if (cos.empty()) return false;
@@ -67,20 +67,6 @@ class RotateHalfMatcher {
   }
 
  private:
-  // The node of type `op` making `value`, which `reader` alone reads, or -1.
-  int sole_producer(const std::string& value, int reader, const char* op) const {
-    auto p = produced_.find(value);
-    if (p == produced_.end() || !is(graph_.nodes[p->second], op) || !consumers_.single_reader(value) ||
-        consumers_.of(value)[0] != reader)
-      return -1;
-    return p->second;
-  }
-  // The node of type `op` that alone reads `value`, or -1.
-  int sole_reader(const std::string& value, const char* op) const {
-    if (!consumers_.single_reader(value)) return -1;
-    const int i = consumers_.of(value)[0];
-    return is(graph_.nodes[i], op) ? i : -1;
-  }
   // The binary node's operand that is not `value` (empty if neither or both are).
   static std::string other_operand(const Node& n, const std::string& value) {
     if (n.inputs.size() != 2 || n.inputs[0] == n.inputs[1]) return {};
@@ -109,17 +95,11 @@ class RotateHalfMatcher {
   }
 
   const Graph& graph_;
-  Consumers consumers_;
-  std::unordered_map<std::string, int> produced_;
+  Neighbours links_;
 };
 
 }  // namespace
 
-int fuse_rotate_half(Graph& graph) {
-  const RotateHalfMatcher matcher(graph);
-  return fuse_matches(graph, [&](int i, Node* fused, std::vector<int>* matched) {
-    return matcher.match(i, fused, matched);
-  });
-}
+int fuse_rotate_half(Graph& graph) { return fuse_matches<RotateHalfMatcher>(graph); }
 
 }  // namespace ember

@@ -25,6 +25,29 @@ bool Consumers::single_reader(const std::string& value) const {
   return r.size() == 1 && r[0] >= 0;
 }
 
+Neighbours::Neighbours(const Graph& graph) : graph_(graph), consumers_(graph), produced_(producers(graph)) {}
+
+bool Neighbours::is(int node, const char* op) const {
+  const Node& n = graph_.nodes[node];
+  return !op || (n.op_type == op && n.domain.empty());
+}
+
+int Neighbours::producer(const std::string& value) const {
+  auto p = produced_.find(value);
+  return p == produced_.end() ? -1 : p->second;
+}
+
+int Neighbours::sole_reader(const std::string& value, const char* op) const {
+  if (!consumers_.single_reader(value)) return -1;
+  const int i = consumers_.of(value)[0];
+  return is(i, op) ? i : -1;
+}
+
+int Neighbours::sole_producer(const std::string& value, int reader, const char* op) const {
+  const int p = producer(value);
+  return p >= 0 && is(p, op) && consumers_.single_reader(value) && consumers_.of(value)[0] == reader ? p : -1;
+}
+
 void copy_initializers_read(const Graph& graph, Graph& part) {
   for (const Node& n : part.nodes)
     for (const auto& in : n.inputs) {

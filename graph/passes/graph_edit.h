@@ -24,6 +24,27 @@ class Consumers {
   std::vector<int> none_;
 };
 
+// Who makes and who reads each value: what a fusion pass asks as it follows a chain.
+// `op`, where given, is a default-domain op type the node must have.
+class Neighbours {
+ public:
+  explicit Neighbours(const Graph& graph);
+  const Consumers& consumers() const { return consumers_; }
+  // The node making `value`, or -1.
+  int producer(const std::string& value) const;
+  // The node that alone reads `value` (not a graph output), or -1.
+  int sole_reader(const std::string& value, const char* op = nullptr) const;
+  // The node making `value` where `reader` alone reads it, or -1.
+  int sole_producer(const std::string& value, int reader, const char* op = nullptr) const;
+
+ private:
+  bool is(int node, const char* op) const;
+
+  const Graph& graph_;
+  Consumers consumers_;
+  std::unordered_map<std::string, int> produced_;
+};
+
 // Copies into `part` the initializers of `graph` its nodes read (the copies share bytes).
 void copy_initializers_read(const Graph& graph, Graph& part);
 
@@ -71,6 +92,14 @@ int replace_with_fused(Graph& graph, const std::vector<bool>& dead, std::vector<
 // (attach_decomposition), then replace_with_fused. Returns how many were fused.
 using NodeMatch = std::function<bool(int node, Node* fused, std::vector<int>* matched)>;
 int fuse_matches(Graph& graph, const NodeMatch& match);
+// The same with a Matcher made of the graph, whose `match` is a NodeMatch.
+template <class Matcher>
+int fuse_matches(Graph& graph) {
+  const Matcher matcher(graph);
+  return fuse_matches(graph, [&](int i, Node* fused, std::vector<int>* matched) {
+    return matcher.match(i, fused, matched);
+  });
+}
 
 }  // namespace ember
 

@@ -90,6 +90,32 @@ TEST(FuseMaskedSoftmax, TransformersFormBecomesOneNodeThatComputesTheSame) {
   for (int64_t j = 0; j < kWidth; ++j) EXPECT_EQ(got.data_as<float>()[j], 0.f) << "the row masked whole";
 }
 
+// One mask read by every layer's softmax: each fuses, and each is exact.
+TEST(FuseMaskedSoftmax, LayersShareTheMask) {
+  std::mt19937 rng(4);
+  Graph original = attention_softmax(Scaled::Divided, true);
+  original.inputs.push_back({"scores2", DType::Float32, {}, false});
+  std::vector<Node> second;
+  for (const Node& n : original.nodes) {
+    Node copy = n;
+    for (auto& in : copy.inputs)
+      if (in != "mask" && in != "c" && in != "fill") in = in == "scores" ? "scores2" : in + "2";
+    for (auto& out : copy.outputs) out += "2";
+    copy.name += "2";
+    second.push_back(copy);
+  }
+  original.nodes.insert(original.nodes.end(), second.begin(), second.end());
+  original.outputs.push_back({"y2", DType::Float32, {}, false});
+  Graph g = original;
+  ASSERT_EQ(fuse_masked_softmax(g), 2);
+  const Shape mask_shape = {kBatch, 1, 1, kWidth};
+  std::vector<Tensor> in = inputs(mask_shape, rng);
+  in.push_back(random_tensor(kScores, rng, -4, 4));
+  const std::vector<Tensor> got = run_node_by_node(g, in), want = run_node_by_node(original, in);
+  expect_close(got[0], want[0], 0);
+  expect_close(got[1], want[1], 0);
+}
+
 // BERT's Div by 8 and a padding mask [B, 1, 1, W]; the Llama builder's Mul(0.125, x) and
 // a causal mask [R, W]. The kernel may fuse x * c + mask into one rounding: 1e-6.
 TEST(FuseMaskedSoftmax, ScaledScoresAndMasksOfEveryBroadcast) {

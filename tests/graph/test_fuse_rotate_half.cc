@@ -11,6 +11,7 @@
 #include "graph_test_util.h"
 
 #include <random>
+#include <set>
 
 namespace ember {
 namespace {
@@ -89,6 +90,33 @@ TEST(FuseRotateHalf, TheSevenNodesBecomeOneThatComputesTheSame) {
   }
   const std::vector<Tensor> in = rotary_inputs(rng);
   expect_close(run_node_by_node(g, in)[0], run_node_by_node(original, in)[0], kTolerance);
+}
+
+// q and k rotated by the same cos, sin and split values, as every attention layer does:
+// two fused nodes, each exact.
+TEST(FuseRotateHalf, QAndKShareCosSinAndTheSplit) {
+  std::mt19937 rng(5);
+  Graph original = rotary();
+  original.inputs.push_back({"k", DType::Float32, {{kBatch}, {kHeads}, {kSequence}, {kWidth}}, true});
+  const std::set<std::string> shared = {"x", "cos", "sin", "first_end", "second_start", "zero", "axes", "to_end", "one"};
+  std::vector<Node> for_k;
+  for (const Node& n : original.nodes) {
+    if (n.op_type == "Shape" || n.op_type == "Gather" || n.op_type == "Div" || n.op_type == "Unsqueeze") continue;
+    Node copy = n;
+    for (auto& in : copy.inputs) in = in == "x" ? "k" : shared.count(in) ? in : "k_" + in;
+    for (auto& out : copy.outputs) out = "k_" + out;
+    copy.name = "k_" + copy.name;
+    for_k.push_back(copy);
+  }
+  original.nodes.insert(original.nodes.end(), for_k.begin(), for_k.end());
+  original.outputs.push_back({"k_y", DType::Float32, {}, false});
+  Graph g = original;
+  ASSERT_EQ(fuse_rotate_half(g), 2);
+  std::vector<Tensor> in = rotary_inputs(rng);
+  in.push_back(random_tensor({kBatch, kHeads, kSequence, kWidth}, rng));
+  const std::vector<Tensor> got = run_node_by_node(g, in), want = run_node_by_node(original, in);
+  expect_close(got[0], want[0], kTolerance);
+  expect_close(got[1], want[1], kTolerance);
 }
 
 // A split off the middle (x.shape[-1] // 4): rotate_half's two parts of unequal widths.
